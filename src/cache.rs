@@ -1,0 +1,151 @@
+//! The registry of watch caches: one `TypeCache` (store + reflector +
+//! readiness latch) per resource type, started on first use or eagerly, and
+//! the discovery they are built from.
+
+use crate::reflector;
+use crate::resource::{GroupVersionResource, ResourceType};
+use crate::store::{HistoryLimits, ListStyle, Store, TypeCodec};
+use crate::upstream::discovery::Discovery;
+use crate::upstream::Upstream;
+use dashmap::DashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+pub struct TypeCache {
+    pub rt: ResourceType,
+    pub store: Store,
+    codec: RwLock<TypeCodec>,
+    synced: watch::Sender<bool>,
+}
+
+impl TypeCache {
+    pub fn new(rt: ResourceType, limits: HistoryLimits) -> Self {
+        let codec = TypeCodec::new(
+            &rt.gvr.group,
+            &rt.gvr.api_version(),
+            &rt.kind,
+            rt.namespaced,
+            ListStyle::Typed,
+        );
+        TypeCache {
+            rt,
+            store: Store::new(limits),
+            codec: RwLock::new(codec),
+            synced: watch::channel(false).0,
+        }
+    }
+
+    pub fn codec(&self) -> TypeCodec {
+        self.codec.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set_codec(&self, c: TypeCodec) {
+        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = c;
+    }
+
+    /// The readiness latch: once synced, a type stays servable; relists swap
+    /// state atomically, so readers never see a half-built list.
+    pub fn mark_synced(&self) {
+        self.synced.send_replace(true);
+    }
+
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    pub async fn wait_synced(&self, timeout: Duration) -> bool {
+        let mut rx = self.synced.subscribe();
+        let synced = matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|s| *s)).await,
+            Ok(Ok(_))
+        );
+        synced
+    }
+}
+
+pub struct Cache {
+    upstream: Arc<Upstream>,
+    discovery: RwLock<Arc<Discovery>>,
+    discovered_at: RwLock<Option<Instant>>,
+    refreshing: AtomicBool,
+    types: DashMap<GroupVersionResource, Arc<TypeCache>>,
+    limits: HistoryLimits,
+}
+
+/// Discovery is refreshed on a miss at most this often.
+const DISCOVERY_MIN_AGE: Duration = Duration::from_secs(10);
+
+impl Cache {
+    pub fn new(upstream: Arc<Upstream>, limits: HistoryLimits) -> Arc<Self> {
+        Arc::new(Cache {
+            upstream,
+            discovery: RwLock::new(Arc::new(Discovery::default())),
+            discovered_at: RwLock::new(None),
+            refreshing: AtomicBool::new(false),
+            types: DashMap::new(),
+            limits,
+        })
+    }
+
+    pub fn upstream(&self) -> &Arc<Upstream> {
+        &self.upstream
+    }
+
+    pub fn discovery(&self) -> Arc<Discovery> {
+        self.discovery
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub async fn refresh_discovery(&self) -> Result<(), crate::upstream::UpstreamError> {
+        let d = Discovery::fetch(&self.upstream).await?;
+        tracing::info!(types = d.len(), "discovery refreshed");
+        *self.discovery.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(d);
+        *self
+            .discovered_at
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        Ok(())
+    }
+
+    /// A type discovery does not know may be a new CRD: look again, in the
+    /// background and not too often.
+    pub fn discovery_miss(self: &Arc<Self>) {
+        let stale = self
+            .discovered_at
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none_or(|t| t.elapsed() > DISCOVERY_MIN_AGE);
+        if stale && !self.refreshing.swap(true, Ordering::AcqRel) {
+            let me = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = me.refresh_discovery().await {
+                    tracing::warn!(error = %e, "discovery refresh failed");
+                }
+                me.refreshing.store(false, Ordering::Release);
+            });
+        }
+    }
+
+    /// The cache of a type, starting its reflector on first use.
+    pub fn type_cache(&self, rt: &ResourceType) -> Arc<TypeCache> {
+        if let Some(tc) = self.types.get(&rt.gvr) {
+            return tc.clone();
+        }
+        let entry = self.types.entry(rt.gvr.clone()).or_insert_with(|| {
+            let tc = Arc::new(TypeCache::new(rt.clone(), self.limits));
+            tracing::info!(resource = %rt.gvr, "starting reflector");
+            tokio::spawn(reflector::run(self.upstream.clone(), tc.clone()));
+            tc
+        });
+        entry.clone()
+    }
+
+    /// Every type cache started so far, for readiness and metrics.
+    pub fn all(&self) -> Vec<Arc<TypeCache>> {
+        self.types.iter().map(|e| e.value().clone()).collect()
+    }
+}

@@ -1,0 +1,189 @@
+//! Configuration: the YAML file (see `config/kubecache.yaml`), overridden by
+//! flags, validated as a whole before anything binds a port.
+
+use crate::serve::route::ConsistentReads;
+use crate::store::HistoryLimits;
+use crate::upstream::kubeconfig;
+use crate::upstream::UpstreamConfig;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading config file {0}: {1}")]
+    Read(String, std::io::Error),
+    #[error("config file {0}: {1}")]
+    Parse(String, serde_yaml::Error),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Upstream(#[from] kubeconfig::KubeconfigError),
+}
+
+/// The file's shape; every field optional so flags can fill the gaps.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FileConfig {
+    pub listen: Option<String>,
+    pub upstream: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub token_file: Option<PathBuf>,
+    pub ca_file: Option<PathBuf>,
+    pub consistent_reads: Option<ConsistentReads>,
+    pub history_capacity: Option<usize>,
+    pub history_window_seconds: Option<u64>,
+    pub drain_seconds: Option<u64>,
+    /// Types to cache from the start, as `v1/pods` or `apps/v1/deployments`.
+    #[serde(default)]
+    pub eager: Vec<String>,
+}
+
+/// What `kubecache serve` runs with, fully validated.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub upstream: UpstreamConfig,
+    pub consistent_reads: ConsistentReads,
+    pub history: HistoryLimits,
+    pub drain: Duration,
+    pub eager: Vec<crate::resource::GroupVersionResource>,
+}
+
+impl FileConfig {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let raw =
+            std::fs::read(path).map_err(|e| ConfigError::Read(path.display().to_string(), e))?;
+        serde_yaml::from_slice(&raw).map_err(|e| ConfigError::Parse(path.display().to_string(), e))
+    }
+
+    pub fn into_serve(self) -> Result<ServeConfig, ConfigError> {
+        let listen_s = self.listen.unwrap_or_else(|| "127.0.0.1:8001".into());
+        let listen: SocketAddr = listen_s.parse().map_err(|_| {
+            ConfigError::Invalid(format!("listen address {listen_s:?} is not HOST:PORT"))
+        })?;
+        let upstream = match (self.upstream, self.kubeconfig) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Invalid(
+                    "give either --upstream or --kubeconfig, not both".into(),
+                ))
+            }
+            (Some(url), None) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(ConfigError::Invalid(format!(
+                        "upstream {url:?} must start with http:// or https://"
+                    )));
+                }
+                let token = match &self.token_file {
+                    Some(f) => Some(
+                        std::fs::read_to_string(f)
+                            .map_err(|e| ConfigError::Read(f.display().to_string(), e))?
+                            .trim()
+                            .to_string(),
+                    ),
+                    None => None,
+                };
+                let ca_pem = match &self.ca_file {
+                    Some(f) => Some(
+                        std::fs::read(f)
+                            .map_err(|e| ConfigError::Read(f.display().to_string(), e))?,
+                    ),
+                    None => None,
+                };
+                UpstreamConfig { url, token, ca_pem }
+            }
+            (None, Some(kc)) => kubeconfig::from_kubeconfig(&kc, self.context.as_deref())?,
+            (None, None) => kubeconfig::in_cluster().map_err(|e| {
+                ConfigError::Invalid(format!("no --upstream or --kubeconfig given, and {e}"))
+            })?,
+        };
+        let defaults = HistoryLimits::default();
+        let history = HistoryLimits {
+            capacity: self.history_capacity.unwrap_or(defaults.capacity),
+            window: self
+                .history_window_seconds
+                .map(Duration::from_secs)
+                .unwrap_or(defaults.window),
+        };
+        if history.capacity == 0 {
+            return Err(ConfigError::Invalid(
+                "historyCapacity must be at least 1".into(),
+            ));
+        }
+        let eager = self
+            .eager
+            .iter()
+            .map(|s| parse_gvr(s))
+            .collect::<Result<_, _>>()?;
+        Ok(ServeConfig {
+            listen,
+            upstream,
+            consistent_reads: self.consistent_reads.unwrap_or_default(),
+            history,
+            drain: Duration::from_secs(self.drain_seconds.unwrap_or(30)),
+            eager,
+        })
+    }
+}
+
+/// `v1/pods` or `apps/v1/deployments`.
+pub fn parse_gvr(s: &str) -> Result<crate::resource::GroupVersionResource, ConfigError> {
+    let parts: Vec<&str> = s.split('/').collect();
+    match parts.as_slice() {
+        [v, r] if !v.is_empty() && !r.is_empty() => {
+            Ok(crate::resource::GroupVersionResource::new("", v, r))
+        }
+        [g, v, r] if !g.is_empty() && !v.is_empty() && !r.is_empty() => {
+            Ok(crate::resource::GroupVersionResource::new(g, v, r))
+        }
+        _ => Err(ConfigError::Invalid(format!(
+            "eager type {s:?} is not VERSION/RESOURCE or GROUP/VERSION/RESOURCE"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_http_upstream_needs_no_credentials() {
+        let c = FileConfig {
+            upstream: Some("http://127.0.0.1:8080".into()),
+            ..Default::default()
+        }
+        .into_serve()
+        .unwrap();
+        assert_eq!(c.upstream.url, "http://127.0.0.1:8080");
+        assert!(c.upstream.token.is_none());
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = FileConfig {
+            upstream: Some("ftp://x".into()),
+            ..Default::default()
+        }
+        .into_serve()
+        .unwrap_err();
+        assert!(e.to_string().contains("ftp://x"));
+        let e = FileConfig {
+            upstream: Some("http://x".into()),
+            listen: Some("nowhere".into()),
+            ..Default::default()
+        }
+        .into_serve()
+        .unwrap_err();
+        assert!(e.to_string().contains("nowhere"));
+        assert!(parse_gvr("pods").is_err());
+        assert_eq!(parse_gvr("apps/v1/deployments").unwrap().group, "apps");
+    }
+
+    #[test]
+    fn unknown_file_keys_are_rejected() {
+        let r: Result<FileConfig, _> = serde_yaml::from_str("listen: x\nbogus: 1\n");
+        assert!(r.is_err());
+    }
+}

@@ -1,0 +1,146 @@
+//! JSON bodies exactly as the apiserver writes them: compact, a trailing
+//! newline, list metadata in `ListMeta` field order for typed lists and in
+//! sorted-key order for unstructured (custom resource) lists.
+
+use crate::store::{Entry, ListStyle, TypeCodec};
+use bytes::{BufMut, Bytes, BytesMut};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListMeta {
+    pub resource_version: u64,
+    pub continue_token: Option<String>,
+    pub remaining_item_count: Option<i64>,
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+fn list_meta(meta: &ListMeta, style: ListStyle) -> String {
+    let mut fields: Vec<String> = Vec::with_capacity(3);
+    let rv = format!("\"resourceVersion\":\"{}\"", meta.resource_version);
+    let cont = meta
+        .continue_token
+        .as_ref()
+        .map(|c| format!("\"continue\":{}", json_str(c)));
+    let rem = meta
+        .remaining_item_count
+        .map(|n| format!("\"remainingItemCount\":{n}"));
+    match style {
+        ListStyle::Typed => {
+            fields.push(rv);
+            fields.extend(cont);
+            fields.extend(rem);
+        }
+        ListStyle::Unstructured => {
+            fields.extend(cont);
+            fields.extend(rem);
+            fields.push(rv);
+        }
+    }
+    format!("{{{}}}", fields.join(","))
+}
+
+/// A whole list body, items spliced from their cached bytes.
+pub fn list(codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
+    let size: usize = items.iter().map(|e| e.item.len() + 1).sum();
+    let mut b = BytesMut::with_capacity(size + 256);
+    let meta = list_meta(meta, codec.style);
+    let put_items = |b: &mut BytesMut| {
+        b.put_slice(b"\"items\":[");
+        for (i, e) in items.iter().enumerate() {
+            if i > 0 {
+                b.put_u8(b',');
+            }
+            b.put_slice(&e.item);
+        }
+        b.put_u8(b']');
+    };
+    match codec.style {
+        ListStyle::Typed => {
+            b.put_slice(
+                format!(
+                    "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{meta},",
+                    json_str(&codec.list_kind),
+                    json_str(&codec.api_version)
+                )
+                .as_bytes(),
+            );
+            put_items(&mut b);
+            b.put_slice(b"}\n");
+        }
+        ListStyle::Unstructured => {
+            b.put_slice(format!("{{\"apiVersion\":{},", json_str(&codec.api_version)).as_bytes());
+            put_items(&mut b);
+            b.put_slice(
+                format!(
+                    ",\"kind\":{},\"metadata\":{meta}}}\n",
+                    json_str(&codec.list_kind)
+                )
+                .as_bytes(),
+            );
+        }
+    }
+    b.freeze()
+}
+
+/// A single object body, as a get returns it.
+pub fn object(codec: &TypeCodec, entry: &Entry) -> Bytes {
+    let obj = codec.object_bytes(entry);
+    let mut b = BytesMut::with_capacity(obj.len() + 1);
+    b.put_slice(&obj);
+    b.put_u8(b'\n');
+    b.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_list_matches_the_apiserver_layout() {
+        let c = TypeCodec::new("", "v1", "Namespace", false, ListStyle::Typed);
+        let e = Arc::new(
+            c.from_item(Bytes::from_static(
+                br#"{"metadata":{"name":"default","resourceVersion":"71"}}"#,
+            ))
+            .unwrap(),
+        );
+        let meta = ListMeta {
+            resource_version: 73,
+            continue_token: Some("tok".into()),
+            remaining_item_count: Some(3),
+        };
+        assert_eq!(
+            std::str::from_utf8(&list(&c, &meta, &[e])).unwrap(),
+            "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"73\",\"continue\":\"tok\",\"remainingItemCount\":3},\"items\":[{\"metadata\":{\"name\":\"default\",\"resourceVersion\":\"71\"}}]}\n"
+        );
+        let empty = list(
+            &c,
+            &ListMeta {
+                resource_version: 5,
+                ..Default::default()
+            },
+            &[],
+        );
+        assert_eq!(
+            std::str::from_utf8(&empty).unwrap(),
+            "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}\n"
+        );
+    }
+
+    #[test]
+    fn unstructured_list_keys_are_sorted() {
+        let c = TypeCodec::new("x.io", "x.io/v1", "Widget", true, ListStyle::Unstructured);
+        let meta = ListMeta {
+            resource_version: 9,
+            continue_token: Some("t".into()),
+            remaining_item_count: Some(1),
+        };
+        assert_eq!(
+            std::str::from_utf8(&list(&c, &meta, &[])).unwrap(),
+            "{\"apiVersion\":\"x.io/v1\",\"items\":[],\"kind\":\"WidgetList\",\"metadata\":{\"continue\":\"t\",\"remainingItemCount\":1,\"resourceVersion\":\"9\"}}\n"
+        );
+    }
+}

@@ -1,0 +1,184 @@
+use clap::{Parser, Subcommand};
+use kubecache::cache::Cache;
+use kubecache::config::{FileConfig, ServeConfig};
+use kubecache::serve::{self, route::ConsistentReads, ServeState};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// EX_USAGE: bad flags or configuration.
+const EXIT_CONFIG: u8 = 64;
+
+#[derive(Parser)]
+#[command(
+    name = "kubecache",
+    version,
+    about = "A caching read-through proxy for the Kubernetes API"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the proxy in front of an apiserver.
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The apiserver's URL (http:// with no credentials works).
+    #[arg(long)]
+    upstream: Option<String>,
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    #[arg(long)]
+    context: Option<String>,
+    /// A bearer token file for --upstream.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// A CA bundle for an https --upstream.
+    #[arg(long)]
+    ca_file: Option<PathBuf>,
+    /// Address to listen on (default 127.0.0.1:8001).
+    #[arg(long)]
+    listen: Option<String>,
+    /// A YAML config file; flags override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// forward (default) or serve-stale.
+    #[arg(long, value_parser = ["forward", "serve-stale"])]
+    consistent_reads: Option<String>,
+}
+
+impl ServeArgs {
+    fn into_config(self) -> Result<ServeConfig, String> {
+        let mut file = match &self.config {
+            Some(p) => FileConfig::load(p).map_err(|e| e.to_string())?,
+            None => FileConfig::default(),
+        };
+        if self.upstream.is_some() {
+            file.upstream = self.upstream;
+            file.kubeconfig = None;
+        }
+        if self.kubeconfig.is_some() {
+            file.kubeconfig = self.kubeconfig;
+            file.upstream = None;
+        }
+        file.context = self.context.or(file.context);
+        file.token_file = self.token_file.or(file.token_file);
+        file.ca_file = self.ca_file.or(file.ca_file);
+        file.listen = self.listen.or(file.listen);
+        if let Some(c) = self.consistent_reads {
+            file.consistent_reads = Some(if c == "serve-stale" {
+                ConsistentReads::ServeStale
+            } else {
+                ConsistentReads::Forward
+            });
+        }
+        file.into_serve().map_err(|e| e.to_string())
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KUBECACHE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler installs");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutdown signal received: failing readyz and draining");
+}
+
+async fn run_serve(cfg: ServeConfig) -> Result<(), String> {
+    let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|e| format!("metrics: {e}"))?;
+    let upstream = kubecache::upstream::Upstream::new(&cfg.upstream).map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .map_err(|e| format!("listening on {}: {e}", cfg.listen))?;
+    let cache = Cache::new(upstream, cfg.history);
+    if let Err(e) = cache.refresh_discovery().await {
+        tracing::warn!(error = %e, "initial discovery failed; requests are forwarded until it succeeds");
+    }
+    let discovery = cache.discovery();
+    for gvr in &cfg.eager {
+        match discovery.get(gvr) {
+            Some(rt) => {
+                cache.type_cache(rt);
+            }
+            None => tracing::warn!(resource = %gvr, "eager type not served by the upstream"),
+        }
+    }
+    let state = Arc::new(ServeState {
+        cache,
+        consistent: cfg.consistent_reads,
+        shutting_down: AtomicBool::new(false),
+        prometheus: Some(prometheus),
+    });
+    tracing::info!(listen = %listener.local_addr().map_err(|e| e.to_string())?, upstream = %cfg.upstream.url, "kubecache serving");
+    serve::run(listener, state, shutdown_signal(), cfg.drain).await;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or("bad arguments");
+            eprintln!("kubecache: {}", first.trim_start_matches("error: "));
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let result = match cli.command {
+        Command::Serve(args) => {
+            let cfg = match args.into_config() {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("kubecache: {e}");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            };
+            init_tracing();
+            tracing::info!(version = env!("CARGO_PKG_VERSION"), "kubecache starting");
+            runtime().block_on(run_serve(cfg))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kubecache: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the tokio runtime starts")
+}

@@ -1,0 +1,91 @@
+//! Every metric kubecache exports, declared in one place. Names follow
+//! kube-apiserver's where the meaning matches; label values come from enums.
+
+use crate::reflector::ReflectorError;
+use crate::store::EventType;
+use metrics::{counter, gauge};
+
+/// Who answered a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedBy {
+    Cache,
+    Upstream,
+    Local,
+}
+
+impl ServedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServedBy::Cache => "cache",
+            ServedBy::Upstream => "upstream",
+            ServedBy::Local => "local",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Other,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "GET",
+            Verb::List => "LIST",
+            Verb::Watch => "WATCH",
+            Verb::Other => "OTHER",
+        }
+    }
+}
+
+/// `apiserver_request_total`, with `served_by` telling cache from upstream.
+pub fn request(verb: Verb, resource: &str, code: u16, served_by: ServedBy) {
+    counter!(
+        "apiserver_request_total",
+        "verb" => verb.as_str(),
+        "resource" => resource.to_string(),
+        "code" => code.to_string(),
+        "served_by" => served_by.as_str()
+    )
+    .increment(1);
+}
+
+/// Why a read went upstream instead of being served from the cache.
+pub fn forwarded(reason: &'static str) {
+    counter!("kubecache_forwarded_requests_total", "reason" => reason).increment(1);
+}
+
+pub fn watch_event(resource: &str, kind: EventType) {
+    counter!(
+        "apiserver_watch_cache_events_received_total",
+        "resource" => resource.to_string(),
+        "type" => kind.as_str()
+    )
+    .increment(1);
+}
+
+pub fn reflector_list(resource: &str, objects: usize) {
+    counter!("apiserver_watch_cache_initializations_total", "resource" => resource.to_string())
+        .increment(1);
+    gauge!("apiserver_watch_cache_capacity", "resource" => resource.to_string())
+        .set(objects as f64);
+}
+
+pub fn reflector_error(resource: &str, e: &ReflectorError) {
+    let phase = match e {
+        ReflectorError::List(_)
+        | ReflectorError::ListDecode(_)
+        | ReflectorError::ListShape
+        | ReflectorError::ListExpired => "list",
+        ReflectorError::Watch(_) | ReflectorError::WatchDecode(_) | ReflectorError::Apply(_) => {
+            "watch"
+        }
+        ReflectorError::WatchExpired(_) => "expired",
+    };
+    counter!("kubecache_reflector_errors_total", "resource" => resource.to_string(), "phase" => phase)
+        .increment(1);
+}

@@ -1,0 +1,326 @@
+//! One reflector per resource type: list (paginated) → watch from the list's
+//! resourceVersion with bookmarks → on 410 or any inconsistency relist into a
+//! buffer and swap it in atomically → back off with jitter on errors, like
+//! client-go's reflector.
+
+use crate::cache::TypeCache;
+use crate::metrics;
+use crate::store::{EntryError, EventType, ListStyle};
+use crate::upstream::{Upstream, UpstreamError};
+use bytes::{Buf, BytesMut};
+use http_body_util::BodyExt;
+use rand::Rng;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where the reflector is; each step moves it to the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    Empty,
+    /// Listing page by page; `consistent` after a 410, so the cache never
+    /// goes back in time.
+    Listing {
+        consistent: bool,
+    },
+    Watching {
+        rv: u64,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReflectorError {
+    #[error("list: {0}")]
+    List(UpstreamError),
+    #[error("list: {0}")]
+    ListDecode(EntryError),
+    #[error("list: the upstream's body is neither a typed nor an unstructured list")]
+    ListShape,
+    #[error("list: continue token expired")]
+    ListExpired,
+    #[error("watch: {0}")]
+    Watch(UpstreamError),
+    #[error("watch: resource version {0} is too old")]
+    WatchExpired(u64),
+    #[error("watch: undecodable event: {0}")]
+    WatchDecode(String),
+    #[error("watch: {0}")]
+    Apply(#[from] crate::store::StoreError),
+}
+
+/// client-go's reflector backoff: 800 ms doubling to 30 s, full jitter.
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    const START: Duration = Duration::from_millis(800);
+    const CAP: Duration = Duration::from_secs(30);
+
+    pub fn new() -> Self {
+        Backoff { next: Self::START }
+    }
+    pub fn reset(&mut self) {
+        self.next = Self::START;
+    }
+    /// The next wait: the current step plus up to 100% jitter.
+    pub fn step(&mut self) -> Duration {
+        let base = self.next;
+        self.next = (self.next * 2).min(Self::CAP);
+        let jitter = rand::thread_rng().gen_range(0.0..1.0);
+        base + base.mul_f64(jitter)
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Deserialize)]
+struct WatchEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct StatusIn {
+    #[serde(default)]
+    code: u16,
+}
+
+#[derive(Deserialize)]
+struct BookmarkIn {
+    metadata: BookmarkMeta,
+}
+#[derive(Deserialize)]
+struct BookmarkMeta {
+    #[serde(rename = "resourceVersion")]
+    resource_version: String,
+}
+
+pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>) {
+    let mut phase = Phase::Empty;
+    let mut backoff = Backoff::new();
+    let resource = tc.rt.gvr.to_string();
+    loop {
+        let next = match &phase {
+            Phase::Empty => Ok(Phase::Listing { consistent: false }),
+            Phase::Listing { consistent } => list(&up, &tc, *consistent).await,
+            Phase::Watching { rv } => watch(&up, &tc, *rv, &mut backoff).await,
+        };
+        match next {
+            Ok(p) => {
+                if matches!(phase, Phase::Listing { .. }) {
+                    backoff.reset();
+                }
+                phase = p;
+            }
+            Err(e) => {
+                metrics::reflector_error(&resource, &e);
+                let relist = match &e {
+                    ReflectorError::WatchExpired(_) | ReflectorError::ListExpired => {
+                        Phase::Listing { consistent: true }
+                    }
+                    // A failed watch connection resumes where it was.
+                    ReflectorError::Watch(_) => phase.clone(),
+                    _ => Phase::Listing {
+                        consistent: matches!(phase, Phase::Watching { .. }),
+                    },
+                };
+                let expired = matches!(e, ReflectorError::WatchExpired(_));
+                if !expired {
+                    let wait = backoff.step();
+                    tracing::warn!(%resource, error = %e, ?wait, "reflector");
+                    tokio::time::sleep(wait).await;
+                } else {
+                    tracing::info!(%resource, error = %e, "reflector relisting");
+                }
+                phase = relist;
+            }
+        }
+    }
+}
+
+async fn list(up: &Upstream, tc: &TypeCache, consistent: bool) -> Result<Phase, ReflectorError> {
+    let base = tc.rt.gvr.path(None);
+    let mut entries = Vec::new();
+    let mut token: Option<String> = None;
+    let mut codec = tc.codec();
+    let mut rv;
+    loop {
+        let query = match &token {
+            Some(t) => format!("{base}?limit=500&continue={}", urlencode(t)),
+            None if consistent => format!("{base}?limit=500"),
+            None => format!("{base}?limit=500&resourceVersion=0"),
+        };
+        let body = match up.get_bytes(&query).await {
+            Err(UpstreamError::Status { status, .. }) if status == 410 => {
+                return Err(ReflectorError::ListExpired)
+            }
+            other => other.map_err(ReflectorError::List)?,
+        };
+        if token.is_none() {
+            let style = ListStyle::detect(&body).ok_or(ReflectorError::ListShape)?;
+            codec = codec.with_style(style);
+        }
+        let page = codec
+            .parse_list(&body)
+            .map_err(ReflectorError::ListDecode)?;
+        entries.extend(page.entries);
+        rv = page.rv;
+        match page.continue_token {
+            Some(t) => token = Some(t),
+            None => break,
+        }
+    }
+    metrics::reflector_list(&tc.rt.gvr.to_string(), entries.len());
+    tc.set_codec(codec);
+    // The list was built aside; readers see either the old or the new state.
+    tc.store.replace(entries, rv);
+    tc.mark_synced();
+    Ok(Phase::Watching { rv })
+}
+
+async fn watch(
+    up: &Upstream,
+    tc: &TypeCache,
+    rv: u64,
+    backoff: &mut Backoff,
+) -> Result<Phase, ReflectorError> {
+    // A random timeout spreads re-watches like client-go's 5–10 minutes.
+    let timeout = rand::thread_rng().gen_range(300..600);
+    let path = format!(
+        "{}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout}",
+        tc.rt.gvr.path(None)
+    );
+    let resp = up.get(&path).await.map_err(ReflectorError::Watch)?;
+    let status = resp.status();
+    if status == 410 {
+        return Err(ReflectorError::WatchExpired(rv));
+    }
+    if !status.is_success() {
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        return Err(ReflectorError::Watch(UpstreamError::Status {
+            status,
+            path,
+            body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
+        }));
+    }
+    let codec = tc.codec();
+    let mut body = resp.into_body();
+    let mut buf = BytesMut::new();
+    let mut last = rv;
+    let started = Instant::now();
+    loop {
+        let frame = match body.frame().await {
+            None => break,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "watch stream broke");
+                break;
+            }
+            Some(Ok(f)) => f,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        buf.extend_from_slice(&data);
+        while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+            let line = buf.split_to(nl + 1);
+            let line = &line[..nl];
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            last = apply_event(tc, &codec, line, last)?;
+            if started.elapsed() > Duration::from_secs(1) {
+                backoff.reset();
+            }
+        }
+        if buf.len() > 64 * 1024 * 1024 {
+            return Err(ReflectorError::WatchDecode(
+                "event larger than 64 MiB".into(),
+            ));
+        }
+    }
+    if !buf.is_empty() && !buf.chunk().iter().all(u8::is_ascii_whitespace) {
+        last = apply_event(tc, &codec, &buf, last)?;
+    }
+    Ok(Phase::Watching { rv: last })
+}
+
+fn apply_event(
+    tc: &TypeCache,
+    codec: &crate::store::TypeCodec,
+    line: &[u8],
+    last: u64,
+) -> Result<u64, ReflectorError> {
+    let ev: WatchEvent =
+        serde_json::from_slice(line).map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
+    let raw = ev.object.get().as_bytes();
+    let kind = match ev.kind {
+        "ADDED" => EventType::Added,
+        "MODIFIED" => EventType::Modified,
+        "DELETED" => EventType::Deleted,
+        "BOOKMARK" => {
+            let b: BookmarkIn = serde_json::from_slice(raw)
+                .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
+            let rv =
+                b.metadata.resource_version.parse().map_err(|_| {
+                    ReflectorError::WatchDecode("bookmark without a numeric rv".into())
+                })?;
+            tc.store.advance(rv);
+            return Ok(rv.max(last));
+        }
+        "ERROR" => {
+            let s: StatusIn = serde_json::from_slice(raw)
+                .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
+            if s.code == 410 {
+                return Err(ReflectorError::WatchExpired(last));
+            }
+            return Err(ReflectorError::WatchDecode(format!(
+                "ERROR event: {}",
+                String::from_utf8_lossy(raw)
+            )));
+        }
+        other => return Err(ReflectorError::WatchDecode(format!("event type {other:?}"))),
+    };
+    let entry = codec
+        .from_object(raw)
+        .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
+    let rv = entry.rv;
+    tc.store.apply(kind, Arc::new(entry))?;
+    metrics::watch_event(&tc.rt.gvr.to_string(), kind);
+    Ok(rv)
+}
+
+pub fn urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_the_cap_with_jitter() {
+        let mut b = Backoff::new();
+        let first = b.step();
+        assert!(first >= Duration::from_millis(800) && first < Duration::from_millis(1600));
+        for _ in 0..10 {
+            b.step();
+        }
+        let capped = b.step();
+        assert!(capped >= Duration::from_secs(30) && capped < Duration::from_secs(60));
+        b.reset();
+        assert!(b.step() < Duration::from_millis(1600));
+    }
+}

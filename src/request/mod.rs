@@ -1,0 +1,12 @@
+//! Turning an HTTP request into a typed Kubernetes request: the resource path
+//! (group, version, namespace, resource, name, subresource, verb) and the list
+//! options with the apiserver's validation. Nothing here decides where a
+//! request is served; `serve::route` does.
+
+pub mod continue_token;
+pub mod options;
+pub mod path;
+
+pub use continue_token::ContinueToken;
+pub use options::{ListOptions, ReadMode};
+pub use path::{ResourcePath, Verb};

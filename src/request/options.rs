@@ -1,0 +1,366 @@
+//! List and get options from the query string, the apiserver's validation of
+//! them (`ValidateListOptions`), and the resourceVersion semantics table of
+//! the API concepts document turned into one `ReadMode`.
+
+use super::continue_token::ContinueToken;
+use crate::status::{Cause, Status};
+
+/// The query parameters of a get, list or watch. Unparseable numbers or
+/// booleans are kept as `unparsed` so the request can be forwarded for the
+/// apiserver's own error.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListOptions {
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub limit: i64,
+    pub continue_token: Option<String>,
+    pub label_selector: String,
+    pub field_selector: String,
+    pub watch: bool,
+    pub allow_watch_bookmarks: bool,
+    pub send_initial_events: Option<bool>,
+    pub timeout_seconds: Option<i64>,
+    /// Parameters kubecache does not answer itself (`pretty`, `as`…) or that
+    /// did not parse: their presence sends the request upstream.
+    pub unparsed: Vec<String>,
+}
+
+/// Go's `strconv.ParseBool`.
+fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+impl ListOptions {
+    pub fn parse(query: Option<&str>) -> Self {
+        let mut o = ListOptions::default();
+        let Some(q) = query else { return o };
+        let mut seen: Vec<String> = Vec::new();
+        for (k, v) in url::form_urlencoded::parse(q.as_bytes()) {
+            // url.Values conversion takes the first value of a repeated key.
+            if seen.iter().any(|s| *s == k) {
+                continue;
+            }
+            seen.push(k.to_string());
+            let v = v.into_owned();
+            match k.as_ref() {
+                "resourceVersion" => o.resource_version = Some(v),
+                "resourceVersionMatch" => o.resource_version_match = Some(v),
+                "limit" => match v.parse() {
+                    Ok(n) => o.limit = n,
+                    Err(_) => o.unparsed.push(k.into()),
+                },
+                "continue" => o.continue_token = Some(v),
+                "labelSelector" => o.label_selector = v,
+                "fieldSelector" => o.field_selector = v,
+                "watch" => match parse_bool(&v) {
+                    Some(b) => o.watch = b,
+                    None => o.unparsed.push(k.into()),
+                },
+                "allowWatchBookmarks" => match parse_bool(&v) {
+                    Some(b) => o.allow_watch_bookmarks = b,
+                    None => o.unparsed.push(k.into()),
+                },
+                "sendInitialEvents" => match parse_bool(&v) {
+                    Some(b) => o.send_initial_events = Some(b),
+                    None => o.unparsed.push(k.into()),
+                },
+                "timeoutSeconds" => match v.parse() {
+                    Ok(n) => o.timeout_seconds = Some(n),
+                    Err(_) => o.unparsed.push(k.into()),
+                },
+                // Output-shaping parameters the cache does not reproduce yet.
+                "pretty" | "export" | "exact" | "includeUninitialized" => o.unparsed.push(k.into()),
+                // The apiserver ignores parameters it does not know.
+                _ => {}
+            }
+        }
+        o
+    }
+
+    /// `ValidateListOptions` for lists (the watch rules come with watches).
+    pub fn validate_list(&self) -> Result<(), Status> {
+        let mut causes = Vec::new();
+        let forbidden = |msg: &str| Cause {
+            reason: "FieldValueForbidden".into(),
+            message: format!("Forbidden: {msg}"),
+            field: "resourceVersionMatch".into(),
+        };
+        if let Some(m) = self
+            .resource_version_match
+            .as_deref()
+            .filter(|m| !m.is_empty())
+        {
+            let rv = self.resource_version.as_deref().unwrap_or("");
+            if rv.is_empty() {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if self
+                .continue_token
+                .as_deref()
+                .is_some_and(|c| !c.is_empty())
+            {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                causes.push(Cause {
+                    reason: "FieldValueNotSupported".into(),
+                    message: format!("Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""),
+                    field: "resourceVersionMatch".into(),
+                });
+            }
+            if m == "Exact" && rv == "0" {
+                causes.push(forbidden(
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(Status::invalid("meta.k8s.io", "ListOptions", "", causes))
+        }
+    }
+}
+
+/// What a read asks of the data, per the API concepts' semantics tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadMode {
+    /// RV unset: consistent, must reflect every write made before it.
+    MostRecent,
+    /// RV="0": any data.
+    Any,
+    /// Data at least as new as N.
+    NotOlderThan(u64),
+    /// Data at exactly N.
+    Exact(u64),
+    /// A continue token: the page after `start` at the token's rv (−1: latest).
+    Continue(ContinueToken),
+}
+
+/// Why a read has no mode the cache can serve: either the apiserver's own
+/// error, or something only the upstream can judge.
+#[derive(Debug)]
+pub enum ModeError {
+    Reject(Status),
+    /// e.g. a non-numeric resourceVersion: forward and let upstream answer.
+    Forward(&'static str),
+}
+
+fn numeric_rv(rv: &str) -> Result<u64, ModeError> {
+    rv.parse::<u64>()
+        .map_err(|_| ModeError::Forward("resourceVersion is not a number"))
+}
+
+impl ListOptions {
+    fn rv(&self) -> &str {
+        self.resource_version.as_deref().unwrap_or("")
+    }
+
+    /// The mode of a list; validation must have passed.
+    pub fn list_mode(&self) -> Result<ReadMode, ModeError> {
+        let rv = self.rv();
+        let m = self.resource_version_match.as_deref().unwrap_or("");
+        if let Some(token) = self.continue_token.as_deref().filter(|c| !c.is_empty()) {
+            let token = ContinueToken::decode(token).map_err(|e| {
+                ModeError::Reject(Status::bad_request(format!("invalid continue token: {e}")))
+            })?;
+            if !rv.is_empty() && rv != "0" {
+                return Err(ModeError::Reject(Status::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                )));
+            }
+            return Ok(ReadMode::Continue(token));
+        }
+        Ok(match (rv, m) {
+            ("", _) => ReadMode::MostRecent,
+            ("0", _) => ReadMode::Any,
+            (n, "Exact") => ReadMode::Exact(numeric_rv(n)?),
+            (n, "NotOlderThan") => ReadMode::NotOlderThan(numeric_rv(n)?),
+            // Legacy: with a limit an RV is exact, without one "not older than".
+            (n, _) if self.limit > 0 => ReadMode::Exact(numeric_rv(n)?),
+            (n, _) => ReadMode::NotOlderThan(numeric_rv(n)?),
+        })
+    }
+
+    /// The mode of a get: unset → most recent, "0" → any, N → not older than.
+    pub fn get_mode(&self) -> Result<ReadMode, ModeError> {
+        Ok(match self.rv() {
+            "" => ReadMode::MostRecent,
+            "0" => ReadMode::Any,
+            n => ReadMode::NotOlderThan(numeric_rv(n)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(q: &str) -> ListOptions {
+        ListOptions::parse(Some(q))
+    }
+    fn mode(q: &str) -> ReadMode {
+        let o = opts(q);
+        o.validate_list().unwrap();
+        match o.list_mode() {
+            Ok(m) => m,
+            Err(ModeError::Reject(s)) => panic!("{q}: {}", s.message),
+            Err(ModeError::Forward(r)) => panic!("{q}: {r}"),
+        }
+    }
+    fn token(rv: i64) -> String {
+        ContinueToken::after(rv, "ns/a").encode()
+    }
+
+    // One test per row of the "resourceVersionMatch and paging parameters for
+    // list" table; columns are RV unset, "0", and N.
+    #[test]
+    fn row_match_unset_limit_unset() {
+        assert_eq!(mode(""), ReadMode::MostRecent);
+        assert_eq!(mode("resourceVersion=0"), ReadMode::Any);
+        assert_eq!(mode("resourceVersion=42"), ReadMode::NotOlderThan(42));
+    }
+
+    #[test]
+    fn row_match_unset_limit_set() {
+        assert_eq!(mode("limit=5"), ReadMode::MostRecent);
+        assert_eq!(mode("limit=5&resourceVersion=0"), ReadMode::Any);
+        assert_eq!(mode("limit=5&resourceVersion=42"), ReadMode::Exact(42));
+    }
+
+    #[test]
+    fn row_match_unset_with_continue() {
+        let t = token(42);
+        assert!(
+            matches!(mode(&format!("limit=5&continue={t}")), ReadMode::Continue(c) if c.rv == 42)
+        );
+        assert!(matches!(
+            mode(&format!("limit=5&continue={t}&resourceVersion=0")),
+            ReadMode::Continue(_)
+        ));
+        let o = opts(&format!("limit=5&continue={t}&resourceVersion=42"));
+        match o.list_mode() {
+            Err(ModeError::Reject(s)) => {
+                assert_eq!(s.code, 400);
+                assert_eq!(
+                    s.message,
+                    "specifying resource version is not allowed when using continue"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn row_match_exact() {
+        for q in [
+            "resourceVersionMatch=Exact",
+            "resourceVersionMatch=Exact&limit=5",
+        ] {
+            let err = opts(q).validate_list().unwrap_err();
+            assert_eq!(err.code, 422);
+            assert!(err
+                .message
+                .contains("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            let err = opts(&format!("{q}&resourceVersion=0"))
+                .validate_list()
+                .unwrap_err();
+            assert!(
+                err.message
+                    .contains("resourceVersionMatch \\\"exact\\\" is forbidden")
+                    || err.message.contains("\"exact\" is forbidden")
+            );
+            assert_eq!(
+                mode(&format!("{q}&resourceVersion=42")),
+                ReadMode::Exact(42)
+            );
+        }
+    }
+
+    #[test]
+    fn row_match_not_older_than() {
+        for q in [
+            "resourceVersionMatch=NotOlderThan",
+            "resourceVersionMatch=NotOlderThan&limit=5",
+        ] {
+            assert_eq!(opts(q).validate_list().unwrap_err().code, 422);
+            assert_eq!(mode(&format!("{q}&resourceVersion=0")), ReadMode::Any);
+            assert_eq!(
+                mode(&format!("{q}&resourceVersion=42")),
+                ReadMode::NotOlderThan(42)
+            );
+        }
+    }
+
+    #[test]
+    fn match_with_continue_is_forbidden() {
+        let e = opts(&format!(
+            "resourceVersionMatch=NotOlderThan&resourceVersion=1&continue={}",
+            token(3)
+        ))
+        .validate_list()
+        .unwrap_err();
+        assert!(e
+            .message
+            .contains("resourceVersionMatch is forbidden when continue is provided"));
+    }
+
+    #[test]
+    fn unknown_match_values_are_not_supported() {
+        let e = opts("resourceVersionMatch=Newest&resourceVersion=1")
+            .validate_list()
+            .unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(
+            e.message.contains("Unsupported value: \"Newest\""),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn bad_continue_tokens_are_bad_requests() {
+        match opts("continue=%%%").list_mode() {
+            Err(ModeError::Reject(s)) => {
+                assert_eq!(s.code, 400);
+                assert!(s
+                    .message
+                    .starts_with("invalid continue token: continue key is not valid"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn get_modes() {
+        assert_eq!(opts("").get_mode().unwrap(), ReadMode::MostRecent);
+        assert_eq!(opts("resourceVersion=0").get_mode().unwrap(), ReadMode::Any);
+        assert_eq!(
+            opts("resourceVersion=9").get_mode().unwrap(),
+            ReadMode::NotOlderThan(9)
+        );
+    }
+
+    #[test]
+    fn non_numeric_versions_and_numbers_go_upstream() {
+        assert!(matches!(
+            opts("resourceVersion=abc").list_mode(),
+            Err(ModeError::Forward(_))
+        ));
+        assert_eq!(opts("limit=abc").unparsed, vec!["limit".to_string()]);
+        assert_eq!(opts("pretty=true").unparsed, vec!["pretty".to_string()]);
+    }
+
+    #[test]
+    fn first_value_of_a_repeated_parameter_wins() {
+        assert_eq!(opts("limit=3&limit=9").limit, 3);
+    }
+}

@@ -1,0 +1,164 @@
+//! kubecache's HTTP front: accepting connections, dispatching each request
+//! to the cache, the local endpoints or the upstream, and draining on shutdown.
+
+pub mod health;
+pub mod passthrough;
+pub mod read;
+pub mod route;
+
+use crate::cache::Cache;
+use crate::metrics::{self, ServedBy};
+use crate::status::Status;
+use crate::upstream::{full_body, Body};
+use bytes::Bytes;
+use http::{header, HeaderValue, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use route::{ConsistentReads, Decision};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+pub struct ServeState {
+    pub cache: Arc<Cache>,
+    pub consistent: ConsistentReads,
+    pub shutting_down: AtomicBool,
+    pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(full_body(body));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+pub fn status_response(s: &Status) -> Response<Body> {
+    let mut r = json_response(
+        StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        s.to_bytes(),
+    );
+    if let Some(secs) = s.retry_after {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
+}
+
+pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    if let Some(resp) = health::local(&state, &path, req.uri().query()) {
+        return resp;
+    }
+    let decision = route::decide(
+        &state.cache,
+        state.consistent,
+        req.method(),
+        &path,
+        req.uri().query(),
+        req.headers(),
+    );
+    let resource = crate::request::ResourcePath::parse(&path)
+        .map(|p| p.resource)
+        .unwrap_or_default();
+    match decision {
+        Decision::Cache { tc, read } => {
+            let verb = match read {
+                route::Read::Get { .. } => metrics::Verb::Get,
+                route::Read::List { .. } => metrics::Verb::List,
+            };
+            match read::execute(&tc, read).await {
+                read::Outcome::Body(b) => {
+                    metrics::request(verb, &resource, 200, ServedBy::Cache);
+                    json_response(StatusCode::OK, b)
+                }
+                read::Outcome::Error(s) => {
+                    metrics::request(verb, &resource, s.code, ServedBy::Cache);
+                    status_response(&s)
+                }
+                read::Outcome::Forward(reason) => {
+                    metrics::forwarded(reason.as_str());
+                    forward(&state, req, verb, &resource).await
+                }
+            }
+        }
+        Decision::Reject(s) => {
+            metrics::request(metrics::Verb::List, &resource, s.code, ServedBy::Cache);
+            status_response(&s)
+        }
+        Decision::Forward(reason) => {
+            metrics::forwarded(reason.as_str());
+            forward(&state, req, metrics::Verb::Other, &resource).await
+        }
+    }
+}
+
+async fn forward(
+    state: &ServeState,
+    req: Request<Incoming>,
+    verb: metrics::Verb,
+    resource: &str,
+) -> Response<Body> {
+    let resp = passthrough::forward(state.cache.upstream(), req).await;
+    metrics::request(verb, resource, resp.status().as_u16(), ServedBy::Upstream);
+    resp
+}
+
+/// Serves until `shutdown` resolves, then stops accepting and gives open
+/// connections up to `drain` to finish.
+pub async fn run(
+    listener: TcpListener,
+    state: Arc<ServeState>,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let builder = auto::Builder::new(TokioExecutor::new());
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer): (_, SocketAddr) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let st = state.clone();
+                let svc = hyper::service::service_fn(move |req| {
+                    let st = st.clone();
+                    async move { Ok::<_, Infallible>(handle(st, req).await) }
+                });
+                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+                let conn = graceful.watch(conn.into_owned());
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    state.shutting_down.store(true, Ordering::Release);
+    drop(listener);
+    tokio::select! {
+        _ = graceful.shutdown() => tracing::info!("drained"),
+        _ = tokio::time::sleep(drain) => tracing::warn!("drain deadline passed; closing"),
+    }
+}

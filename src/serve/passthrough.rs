@@ -1,0 +1,103 @@
+//! Forwarding to the upstream, streamed both ways: the request's own method,
+//! headers and body; the upstream's answer as it comes, errors included;
+//! HTTP upgrades (exec, attach, port-forward) spliced byte for byte.
+
+use crate::status::Status;
+use crate::upstream::{Body, BoxError, Upstream, UpstreamError};
+use http::{header, HeaderMap, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+
+const HOP_BY_HOP: [&str; 7] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "proxy-authorization",
+];
+
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONNECTION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+        })
+}
+
+fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
+    for h in HOP_BY_HOP {
+        if keep_upgrade && h == "connection" {
+            continue;
+        }
+        headers.remove(h);
+    }
+    if !keep_upgrade {
+        headers.remove(header::UPGRADE);
+    }
+}
+
+pub async fn forward(up: &Upstream, mut req: Request<Incoming>) -> Response<Body> {
+    let upgrade = is_upgrade(req.headers());
+    let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+    let (mut parts, body) = req.into_parts();
+    let pq = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    parts.uri = up.uri(&pq);
+    parts.headers.remove(header::HOST);
+    // The proxy's own credentials stand in for the client's, like kubectl proxy.
+    parts.headers.remove(header::AUTHORIZATION);
+    strip_hop_by_hop(&mut parts.headers, upgrade);
+    parts.version = http::Version::HTTP_11;
+    let body: Body = body.map_err(|e| Box::new(e) as BoxError).boxed_unsync();
+    let resp = match up.send(Request::from_parts(parts, body)).await {
+        Ok(r) => r,
+        Err(e) => return unreachable(e),
+    };
+    if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+        if let Some(client_upgrade) = client_upgrade {
+            return splice_upgrade(resp, client_upgrade);
+        }
+    }
+    let (mut parts, body) = resp.into_parts();
+    strip_hop_by_hop(&mut parts.headers, false);
+    Response::from_parts(
+        parts,
+        body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
+    )
+}
+
+fn splice_upgrade(
+    mut resp: Response<Incoming>,
+    client_upgrade: hyper::upgrade::OnUpgrade,
+) -> Response<Body> {
+    let upstream_upgrade = hyper::upgrade::on(&mut resp);
+    tokio::spawn(async move {
+        let (client, upstream) = match tokio::try_join!(client_upgrade, upstream_upgrade) {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::debug!(error = %e, "upgrade failed");
+                return;
+            }
+        };
+        let mut client = TokioIo::new(client);
+        let mut upstream = TokioIo::new(upstream);
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    });
+    let (parts, _) = resp.into_parts();
+    Response::from_parts(parts, crate::upstream::empty_body())
+}
+
+fn unreachable(e: UpstreamError) -> Response<Body> {
+    tracing::warn!(error = %e, "upstream unreachable");
+    super::status_response(&Status::service_unavailable(format!(
+        "the upstream apiserver is unreachable: {e}"
+    )))
+}

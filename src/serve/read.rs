@@ -1,0 +1,102 @@
+//! Executing a read the router decided to serve from the cache.
+
+use super::route::{ForwardReason, Read};
+use crate::cache::TypeCache;
+use crate::encode::json::{self, ListMeta};
+use crate::request::{ContinueToken, ReadMode};
+use crate::status::Status;
+use crate::store::page::{read_page, PageRequest};
+use crate::store::Snapshot;
+use bytes::Bytes;
+use std::time::Duration;
+
+/// How long a NotOlderThan read waits for the cache, as the apiserver's cacher.
+pub const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+
+pub enum Outcome {
+    Body(Bytes),
+    Error(Status),
+    Forward(ForwardReason),
+}
+
+async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, Status> {
+    match tc.store.wait_for(rv, FRESHNESS_WAIT).await {
+        Ok(_) => Ok(tc.store.current()),
+        Err(have) => Err(Status::too_large_resource_version(rv, have)),
+    }
+}
+
+pub async fn execute(tc: &TypeCache, read: Read) -> Outcome {
+    let codec = tc.codec();
+    match read {
+        Read::Get { key, name, mode } => {
+            let snap = match mode {
+                ReadMode::NotOlderThan(rv) => match at_least(tc, rv).await {
+                    Ok(s) => s,
+                    Err(s) => return Outcome::Error(s),
+                },
+                _ => tc.store.current(),
+            };
+            match snap.items.get(key.as_str()) {
+                Some(e) => Outcome::Body(json::object(&codec, e)),
+                None => Outcome::Error(Status::not_found(
+                    &tc.rt.gvr.group,
+                    &tc.rt.gvr.resource,
+                    &name,
+                )),
+            }
+        }
+        Read::List {
+            prefix,
+            mode,
+            limit,
+            labels,
+            fields,
+        } => {
+            // (snapshot, start key, whether the limit applies)
+            let (snap, start, paged) = match mode {
+                // The apiserver's cache ignores the limit for RV=0.
+                ReadMode::Any | ReadMode::MostRecent => (tc.store.current(), None, false),
+                ReadMode::NotOlderThan(rv) => match at_least(tc, rv).await {
+                    Ok(s) => (s, None, true),
+                    Err(s) => return Outcome::Error(s),
+                },
+                ReadMode::Exact(rv) => match exact(tc, rv) {
+                    Some(s) => (s, None, true),
+                    None => return Outcome::Forward(ForwardReason::NotInCache),
+                },
+                ReadMode::Continue(ContinueToken { rv, start }) => {
+                    let Some(s) = u64::try_from(rv).ok().and_then(|rv| exact(tc, rv)) else {
+                        return Outcome::Forward(ForwardReason::NotInCache);
+                    };
+                    (s, Some(start), true)
+                }
+            };
+            let req = PageRequest {
+                prefix: &prefix,
+                start: start.as_deref(),
+                limit: if paged { limit } else { 0 },
+                labels: &labels,
+                fields: &fields,
+            };
+            let page = read_page(&snap.items, &req);
+            let meta = ListMeta {
+                resource_version: snap.rv,
+                continue_token: page
+                    .continue_after
+                    .map(|k| ContinueToken::after(snap.rv as i64, &k).encode()),
+                remaining_item_count: page.remaining,
+            };
+            Outcome::Body(json::list(&codec, &meta, &page.items))
+        }
+    }
+}
+
+/// The state at exactly `rv`, if the cache has it: within its history and
+/// not beyond what it has seen (a future rv may exist upstream).
+fn exact(tc: &TypeCache, rv: u64) -> Option<Snapshot> {
+    if rv > tc.store.rv() {
+        return None;
+    }
+    tc.store.snapshot_at(rv)
+}

@@ -1,0 +1,258 @@
+//! The one place a request is decided: served from the cache (and how), or
+//! answered locally, or rejected with the apiserver's error, or forwarded.
+
+use crate::cache::{Cache, TypeCache};
+use crate::request::options::ModeError;
+use crate::request::{ListOptions, ReadMode, ResourcePath};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::Status;
+use http::{header, HeaderMap, Method};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForwardReason {
+    NotRead,
+    NotResource,
+    Subresource,
+    Watch,
+    Representation,
+    OutputOptions,
+    UnknownType,
+    NotCacheable,
+    Scope,
+    NotSynced,
+    Consistent,
+    NotInCache,
+}
+
+impl ForwardReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForwardReason::NotRead => "not_read",
+            ForwardReason::NotResource => "not_resource",
+            ForwardReason::Subresource => "subresource",
+            ForwardReason::Watch => "watch",
+            ForwardReason::Representation => "representation",
+            ForwardReason::OutputOptions => "output_options",
+            ForwardReason::UnknownType => "unknown_type",
+            ForwardReason::NotCacheable => "not_cacheable",
+            ForwardReason::Scope => "scope",
+            ForwardReason::NotSynced => "not_synced",
+            ForwardReason::Consistent => "consistent_read",
+            ForwardReason::NotInCache => "version_not_in_cache",
+        }
+    }
+}
+
+pub enum Read {
+    Get {
+        key: String,
+        name: String,
+        mode: ReadMode,
+    },
+    List {
+        /// `ns/` or "".
+        prefix: String,
+        mode: ReadMode,
+        limit: usize,
+        labels: LabelSelector,
+        fields: FieldSelector,
+    },
+}
+
+pub enum Decision {
+    Cache { tc: Arc<TypeCache>, read: Read },
+    Reject(Status),
+    Forward(ForwardReason),
+}
+
+/// How consistent (RV-unset) reads are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConsistentReads {
+    /// Forward them: always correct.
+    #[default]
+    Forward,
+    /// Serve them from a synced cache: not linearizable (opt-in, dashboards).
+    ServeStale,
+}
+
+/// Whether the client's first acceptable representation is plain JSON (the
+/// only one served from the cache so far).
+pub fn wants_plain_json(accept: Option<&str>) -> bool {
+    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
+        return true;
+    };
+    let mut ranges: Vec<(f32, bool, &str)> = Vec::new();
+    for part in accept.split(',') {
+        let mut params = part.split(';');
+        let media = params.next().unwrap_or("").trim();
+        let mut q = 1.0f32;
+        let mut conversion = false;
+        for p in params {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            match k.trim() {
+                "q" => q = v.trim().parse().unwrap_or(-1.0),
+                "as" | "g" | "v" => conversion = true,
+                _ => {}
+            }
+        }
+        if q > 0.0 {
+            ranges.push((q, conversion, media));
+        }
+    }
+    ranges.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+    for (_, conversion, media) in ranges {
+        match media.to_ascii_lowercase().as_str() {
+            "application/json" | "*/*" | "application/*" => return !conversion,
+            "application/yaml" | "application/vnd.kubernetes.protobuf" => return false,
+            _ => continue,
+        }
+    }
+    false
+}
+
+/// The apiserver pretty-prints JSON for these user agents.
+fn pretty_agent(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ua| {
+            ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/")
+        })
+}
+
+pub fn decide(
+    cache: &Arc<Cache>,
+    consistent: ConsistentReads,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Decision {
+    use ForwardReason as F;
+    if method != Method::GET {
+        return Decision::Forward(F::NotRead);
+    }
+    let Some(rp) = ResourcePath::parse(path) else {
+        return Decision::Forward(F::NotResource);
+    };
+    if rp.subresource.is_some() {
+        return Decision::Forward(F::Subresource);
+    }
+    let opts = ListOptions::parse(query);
+    if opts.watch || rp.legacy_watch {
+        return Decision::Forward(F::Watch);
+    }
+    if !opts.unparsed.is_empty() || pretty_agent(headers) {
+        return Decision::Forward(F::OutputOptions);
+    }
+    if !wants_plain_json(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())) {
+        return Decision::Forward(F::Representation);
+    }
+    let gvr = crate::resource::GroupVersionResource::new(&rp.group, &rp.version, &rp.resource);
+    let discovery = cache.discovery();
+    let Some(rt) = discovery.get(&gvr) else {
+        cache.discovery_miss();
+        return Decision::Forward(F::UnknownType);
+    };
+    if !rt.cacheable() {
+        return Decision::Forward(F::NotCacheable);
+    }
+    // Scope mismatches are the apiserver's 404s to give.
+    let namespace = if rp.is_namespace_object() {
+        None
+    } else {
+        rp.namespace.clone()
+    };
+    if namespace.is_some() && !rt.namespaced {
+        return Decision::Forward(F::Scope);
+    }
+    if rp.name.is_some() && rt.namespaced && namespace.is_none() {
+        return Decision::Forward(F::Scope);
+    }
+    let tc = cache.type_cache(rt);
+    if !tc.is_synced() {
+        return Decision::Forward(F::NotSynced);
+    }
+    let mode_of = |m: Result<ReadMode, ModeError>| match m {
+        Ok(ReadMode::MostRecent) if consistent == ConsistentReads::Forward => {
+            Err(Decision::Forward(F::Consistent))
+        }
+        Ok(ReadMode::MostRecent) => Ok(ReadMode::Any),
+        Ok(m) => Ok(m),
+        Err(ModeError::Reject(s)) => Err(Decision::Reject(s)),
+        Err(ModeError::Forward(_)) => Err(Decision::Forward(F::OutputOptions)),
+    };
+    if let Some(name) = rp.name {
+        let mode = match mode_of(opts.get_mode()) {
+            Ok(m) => m,
+            Err(d) => return d,
+        };
+        let key = match &namespace {
+            Some(ns) => format!("{ns}/{name}"),
+            None => name.clone(),
+        };
+        return Decision::Cache {
+            tc,
+            read: Read::Get { key, name, mode },
+        };
+    }
+    if let Err(s) = opts.validate_list() {
+        return Decision::Reject(s);
+    }
+    let labels = match LabelSelector::parse(&opts.label_selector) {
+        Ok(l) => l,
+        Err(e) => return Decision::Reject(Status::bad_request(e.to_string())),
+    };
+    let fields = match FieldSelector::parse(&opts.field_selector)
+        .and_then(|f| f.convert(&rt.gvr.group, &rt.kind))
+    {
+        Ok(f) => f,
+        Err(e) => return Decision::Reject(Status::bad_request(e.to_string())),
+    };
+    let mode = match mode_of(opts.list_mode()) {
+        Ok(m) => m,
+        Err(d) => return d,
+    };
+    Decision::Cache {
+        tc,
+        read: Read::List {
+            prefix: namespace.map(|ns| format!("{ns}/")).unwrap_or_default(),
+            mode,
+            limit: opts.limit.max(0) as usize,
+            labels,
+            fields,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_json_accept_headers() {
+        assert!(wants_plain_json(None));
+        assert!(wants_plain_json(Some("application/json")));
+        assert!(wants_plain_json(Some("*/*")));
+        assert!(wants_plain_json(Some("application/json, */*")));
+        assert!(wants_plain_json(Some("text/html, application/json;q=0.5")));
+    }
+
+    #[test]
+    fn conversions_and_other_encodings_are_not_plain_json() {
+        assert!(!wants_plain_json(Some(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+        )));
+        assert!(!wants_plain_json(Some(
+            "application/vnd.kubernetes.protobuf, application/json"
+        )));
+        assert!(!wants_plain_json(Some("application/yaml")));
+        assert!(!wants_plain_json(Some("text/html")));
+        assert!(!wants_plain_json(Some("application/json;q=0")));
+        assert!(wants_plain_json(Some(
+            "application/yaml;q=0.1, application/json"
+        )));
+    }
+}

@@ -1,0 +1,240 @@
+//! The Kubernetes `Status` object: the one error shape every HTTP answer of
+//! kubecache uses, built field for field like apimachinery's `metav1.Status`
+//! (field order matters to clients that compare bytes).
+
+use bytes::Bytes;
+use serde::Serialize;
+
+/// A failure answer, translated from module errors only at the HTTP edge.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Status {
+    pub kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    pub api_version: &'static str,
+    pub metadata: EmptyMeta,
+    pub status: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Box<Details>>,
+    pub code: u16,
+    /// Sent as the `Retry-After` header as well as in `details`.
+    #[serde(skip)]
+    pub retry_after: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct EmptyMeta {}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct Details {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<Cause>,
+    #[serde(rename = "retryAfterSeconds", skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Cause {
+    pub reason: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub field: String,
+}
+
+impl Status {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Status {
+            kind: "Status",
+            api_version: "v1",
+            metadata: EmptyMeta {},
+            status: "Failure",
+            message: message.into(),
+            reason,
+            details: None,
+            code,
+            retry_after: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Details) -> Self {
+        self.details = Some(Box::new(details));
+        self
+    }
+
+    /// 400, like `apierrors.NewBadRequest`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Status::new(400, "BadRequest", message)
+    }
+
+    /// 404, like `apierrors.NewNotFound(resource, name)`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        let qualified = qualified_resource(group, resource);
+        Status::new(404, "NotFound", format!("{qualified} \"{name}\" not found")).with_details(
+            Details {
+                name: name.to_string(),
+                group: group.to_string(),
+                kind: resource.to_string(),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// 410, like `apierrors.NewResourceExpired`.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Status::new(410, "Expired", message)
+    }
+
+    /// 422, like `apierrors.NewInvalid(groupKind, name, errs)`.
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let qualified = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
+        let message = match causes.as_slice() {
+            [one] => format!(
+                "{qualified} \"{name}\" is invalid: {}: {}",
+                one.field, one.message
+            ),
+            many => {
+                let list: Vec<String> = many
+                    .iter()
+                    .map(|c| format!("{}: {}", c.field, c.message))
+                    .collect();
+                format!("{qualified} \"{name}\" is invalid: [{}]", list.join(", "))
+            }
+        };
+        Status::new(422, "Invalid", message).with_details(Details {
+            name: name.to_string(),
+            group: group.to_string(),
+            kind: kind.to_string(),
+            causes,
+            ..Default::default()
+        })
+    }
+
+    /// 504 for a NotOlderThan read the cache has not caught up with in time,
+    /// like `storage.NewTooLargeResourceVersionError` through the cacher.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        let mut s = Status::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        );
+        s.details = Some(Box::new(Details {
+            causes: vec![Cause {
+                reason: "ResourceVersionTooLarge".into(),
+                message: "Too large resource version".into(),
+                field: String::new(),
+            }],
+            retry_after_seconds: Some(1),
+            ..Default::default()
+        }));
+        s.retry_after = Some(1);
+        s
+    }
+
+    /// 503 when the upstream cannot be reached at all.
+    pub fn service_unavailable(message: impl Into<String>) -> Self {
+        Status::new(503, "ServiceUnavailable", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Status::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+        )
+        .with_details(Details {
+            causes: vec![Cause {
+                reason: String::new(),
+                message,
+                field: String::new(),
+            }],
+            ..Default::default()
+        })
+    }
+
+    pub fn method_not_allowed() -> Self {
+        Status::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+    }
+
+    /// The body exactly as the apiserver writes it: compact JSON and a newline.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut v = serde_json::to_vec(self).expect("Status always serializes");
+        v.push(b'\n');
+        Bytes::from(v)
+    }
+}
+
+/// `pods` or `deployments.apps`, as apimachinery's `GroupResource.String()`.
+pub fn qualified_resource(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_matches_the_apiserver_body() {
+        let s = Status::not_found("", "pods", "nope");
+        assert_eq!(
+            std::str::from_utf8(&s.to_bytes()).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pods \\\"nope\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"nope\",\"kind\":\"pods\"},\"code\":404}\n"
+        );
+    }
+
+    #[test]
+    fn grouped_not_found_names_the_group() {
+        let s = Status::not_found("apps", "deployments", "web");
+        assert_eq!(s.message, "deployments.apps \"web\" not found");
+        assert_eq!(s.details.unwrap().group, "apps");
+    }
+
+    #[test]
+    fn invalid_with_one_cause_names_field_and_message() {
+        let s = Status::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            vec![Cause {
+                reason: "FieldValueForbidden".into(),
+                message: "Forbidden: x".into(),
+                field: "resourceVersionMatch".into(),
+            }],
+        );
+        assert_eq!(
+            s.message,
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: x"
+        );
+        assert_eq!(s.code, 422);
+    }
+
+    #[test]
+    fn too_large_resource_version_carries_retry_after() {
+        let s = Status::too_large_resource_version(10, 5);
+        assert_eq!(s.code, 504);
+        assert_eq!(s.retry_after, Some(1));
+        let body = String::from_utf8(s.to_bytes().to_vec()).unwrap();
+        assert!(body.contains("\"retryAfterSeconds\":1"));
+        assert!(body.contains("ResourceVersionTooLarge"));
+    }
+}

@@ -1,0 +1,357 @@
+//! One cached object: the pre-serialized bytes it is served from and the few
+//! parsed facts (key, rv, labels, selectable fields) requests are decided on.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// How the apiserver serializes a type's lists, which decides how items are
+/// spliced. Built-in types are typed structs: list items carry no
+/// `kind`/`apiVersion` and fields come in struct order. Custom resources are
+/// unstructured maps: items are self-describing and keys sorted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListStyle {
+    Typed,
+    Unstructured,
+}
+
+impl ListStyle {
+    /// Told apart by the first key of a list body the upstream sent.
+    pub fn detect(list_body: &[u8]) -> Option<ListStyle> {
+        let trimmed = list_body.trim_ascii_start();
+        if trimmed.starts_with(b"{\"kind\"") {
+            Some(ListStyle::Typed)
+        } else if trimmed.starts_with(b"{\"apiVersion\"") {
+            Some(ListStyle::Unstructured)
+        } else {
+            None
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error("object is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("object has no metadata.name")]
+    NoName,
+    #[error("metadata.resourceVersion {0:?} is not a number")]
+    BadVersion(String),
+    #[error("object does not start with the expected {0}")]
+    UnexpectedTypeMeta(String),
+}
+
+#[derive(Debug)]
+pub struct Entry {
+    /// `namespace/name` or `name`: the etcd key after the resource prefix,
+    /// so byte order equals the apiserver's list order.
+    pub key: Arc<str>,
+    pub namespace: Option<Box<str>>,
+    pub name: Box<str>,
+    pub rv: u64,
+    pub labels: Box<[(Box<str>, Box<str>)]>,
+    /// Type-specific selectable fields; metadata ones come from the fields above.
+    pub fields: Box<[(&'static str, Box<str>)]>,
+    /// The object as a list item (see `ListStyle`).
+    pub item: Bytes,
+}
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    metadata: Meta<'a>,
+}
+
+#[derive(Deserialize)]
+struct Meta<'a> {
+    #[serde(borrow, default)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    namespace: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "resourceVersion", borrow, default)]
+    resource_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+}
+
+impl Entry {
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| &**v)
+    }
+
+    /// Any selectable field, metadata ones included.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        match name {
+            "metadata.name" => Some(&self.name),
+            "metadata.namespace" => self.namespace.as_deref(),
+            _ => self
+                .fields
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| &**v),
+        }
+    }
+
+    #[cfg(test)]
+    pub fn for_test(key: &str, rv: u64) -> Entry {
+        Entry {
+            key: key.into(),
+            namespace: None,
+            name: key.into(),
+            rv,
+            labels: Box::new([]),
+            fields: Box::new([]),
+            item: Bytes::from(format!("{{\"metadata\":{{\"name\":\"{key}\"}}}}")),
+        }
+    }
+}
+
+/// Everything needed to turn one type's objects into entries and back into
+/// the forms the apiserver serves them in.
+#[derive(Debug, Clone)]
+pub struct TypeCodec {
+    pub group: String,
+    pub kind: String,
+    pub api_version: String,
+    pub list_kind: String,
+    pub namespaced: bool,
+    pub style: ListStyle,
+    /// `{"kind":"Pod","apiVersion":"v1",`: what a typed object has before
+    /// its list-item form's first field.
+    type_meta: Bytes,
+    type_fields: bool,
+}
+
+impl TypeCodec {
+    pub fn new(
+        group: &str,
+        api_version: &str,
+        kind: &str,
+        namespaced: bool,
+        style: ListStyle,
+    ) -> Self {
+        TypeCodec {
+            group: group.into(),
+            kind: kind.into(),
+            api_version: api_version.into(),
+            list_kind: format!("{kind}List"),
+            namespaced,
+            style,
+            type_meta: Bytes::from(format!(
+                "{{\"kind\":{},\"apiVersion\":{},",
+                serde_json::Value::from(kind),
+                serde_json::Value::from(api_version)
+            )),
+            type_fields: crate::selector::field::has_type_fields(group, kind),
+        }
+    }
+
+    pub fn with_style(&self, style: ListStyle) -> Self {
+        let mut c = self.clone();
+        c.style = style;
+        c
+    }
+
+    /// An entry from a list item's bytes, as the upstream listed it.
+    pub fn from_item(&self, item: Bytes) -> Result<Entry, EntryError> {
+        let head: Head = serde_json::from_slice(&item)?;
+        let name = head.metadata.name.ok_or(EntryError::NoName)?;
+        let rv_str = head.metadata.resource_version.unwrap_or_default();
+        let rv = rv_str
+            .parse()
+            .map_err(|_| EntryError::BadVersion(rv_str.to_string()))?;
+        let namespace = head
+            .metadata
+            .namespace
+            .filter(|n| !n.is_empty())
+            .map(|n| Box::<str>::from(&*n));
+        let key: Arc<str> = match &namespace {
+            Some(ns) if self.namespaced => format!("{ns}/{name}").into(),
+            _ => Arc::from(&*name),
+        };
+        let labels = head
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+            .collect();
+        let fields = if self.type_fields {
+            let value: serde_json::Value = serde_json::from_slice(&item)?;
+            crate::selector::field::selectable_fields(&self.group, &self.kind, &value)
+                .into_iter()
+                .map(|(k, v)| (k, v.into_boxed_str()))
+                .collect()
+        } else {
+            Box::new([]) as Box<[_]>
+        };
+        Ok(Entry {
+            key,
+            namespace,
+            name: Box::from(&*name),
+            rv,
+            labels,
+            fields,
+            item,
+        })
+    }
+
+    /// An entry from a self-describing object (a watch event or a get).
+    pub fn from_object(&self, object: &[u8]) -> Result<Entry, EntryError> {
+        self.from_item(self.item_of(object)?)
+    }
+
+    fn item_of(&self, object: &[u8]) -> Result<Bytes, EntryError> {
+        match self.style {
+            ListStyle::Unstructured => Ok(Bytes::copy_from_slice(object)),
+            ListStyle::Typed => {
+                let rest = object.strip_prefix(&self.type_meta[..]).ok_or_else(|| {
+                    EntryError::UnexpectedTypeMeta(
+                        String::from_utf8_lossy(&self.type_meta).into_owned(),
+                    )
+                })?;
+                let mut b = BytesMut::with_capacity(rest.len() + 1);
+                b.put_u8(b'{');
+                b.put_slice(rest);
+                Ok(b.freeze())
+            }
+        }
+    }
+
+    /// The self-describing form, as a get or a watch event carries it.
+    pub fn object_bytes(&self, entry: &Entry) -> Bytes {
+        match self.style {
+            ListStyle::Unstructured => entry.item.clone(),
+            ListStyle::Typed => {
+                let mut b = BytesMut::with_capacity(self.type_meta.len() + entry.item.len());
+                b.put_slice(&self.type_meta);
+                b.put_slice(&entry.item[1..]);
+                b.freeze()
+            }
+        }
+    }
+
+    /// Splits a list body into its items' raw bytes and list metadata.
+    pub fn parse_list(&self, body: &[u8]) -> Result<ParsedList, EntryError> {
+        #[derive(Deserialize)]
+        struct ListBody<'a> {
+            #[serde(default)]
+            metadata: ListMetaIn,
+            #[serde(borrow, default)]
+            items: Vec<&'a RawValue>,
+        }
+        let list: ListBody = serde_json::from_slice(body)?;
+        let mut entries = Vec::with_capacity(list.items.len());
+        for raw in list.items {
+            entries.push(Arc::new(
+                self.from_item(Bytes::copy_from_slice(raw.get().as_bytes()))?,
+            ));
+        }
+        let rv = list.metadata.resource_version.unwrap_or_default();
+        Ok(ParsedList {
+            rv: rv.parse().map_err(|_| EntryError::BadVersion(rv.clone()))?,
+            continue_token: list.metadata.continue_token.filter(|c| !c.is_empty()),
+            entries,
+        })
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct ListMetaIn {
+    #[serde(rename = "resourceVersion")]
+    resource_version: Option<String>,
+    #[serde(rename = "continue")]
+    continue_token: Option<String>,
+}
+
+pub struct ParsedList {
+    pub rv: u64,
+    pub continue_token: Option<String>,
+    pub entries: Vec<Arc<Entry>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pods() -> TypeCodec {
+        TypeCodec::new("", "v1", "Pod", true, ListStyle::Typed)
+    }
+
+    #[test]
+    fn typed_objects_lose_and_regain_their_type_meta() {
+        let obj = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"app":"web"}},"spec":{"nodeName":"n1"}}"#;
+        let c = pods();
+        let e = c.from_object(obj).unwrap();
+        assert_eq!(&*e.key, "ns/a");
+        assert_eq!(e.rv, 7);
+        assert_eq!(e.label("app"), Some("web"));
+        assert_eq!(e.field("spec.nodeName"), Some("n1"));
+        assert_eq!(e.field("metadata.namespace"), Some("ns"));
+        assert!(e.item.starts_with(b"{\"metadata\""));
+        assert_eq!(&c.object_bytes(&e)[..], &obj[..]);
+    }
+
+    #[test]
+    fn unstructured_objects_are_kept_as_they_are() {
+        let c = TypeCodec::new(
+            "example.com",
+            "example.com/v1",
+            "Widget",
+            false,
+            ListStyle::Unstructured,
+        );
+        let obj = br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":"3"}}"#;
+        let e = c.from_object(obj).unwrap();
+        assert_eq!(&*e.key, "w");
+        assert_eq!(&c.object_bytes(&e)[..], &obj[..]);
+    }
+
+    #[test]
+    fn broken_objects_are_errors_not_panics() {
+        let c = pods();
+        assert!(c.from_object(b"{").is_err());
+        assert!(c
+            .from_object(br#"{"kind":"Pod","apiVersion":"v1","metadata":{}}"#)
+            .is_err());
+        assert!(c
+            .from_object(br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"x"}}"#)
+            .is_err());
+        assert!(c
+            .from_object(br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}"#)
+            .is_err());
+        assert!(c.parse_list(b"[1,2]").is_err());
+    }
+
+    #[test]
+    fn list_style_is_told_by_the_first_key() {
+        assert_eq!(
+            ListStyle::detect(b"{\"kind\":\"PodList\"}"),
+            Some(ListStyle::Typed)
+        );
+        assert_eq!(
+            ListStyle::detect(b"{\"apiVersion\":\"x\"}"),
+            Some(ListStyle::Unstructured)
+        );
+        assert_eq!(ListStyle::detect(b"<html>"), None);
+    }
+
+    #[test]
+    fn lists_split_into_entries_with_their_metadata() {
+        let c = pods();
+        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"abc"},"items":[{"metadata":{"name":"a","namespace":"n","resourceVersion":"4"}}]}"#;
+        let l = c.parse_list(body).unwrap();
+        assert_eq!(l.rv, 9);
+        assert_eq!(l.continue_token.as_deref(), Some("abc"));
+        assert_eq!(l.entries.len(), 1);
+        assert_eq!(
+            &l.entries[0].item[..],
+            br#"{"metadata":{"name":"a","namespace":"n","resourceVersion":"4"}}"#
+        );
+    }
+}

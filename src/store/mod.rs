@@ -1,0 +1,413 @@
+//! The watch cache of one resource type: the current objects ordered by key,
+//! the history of recent events, snapshots at past resource versions, and the
+//! resource version everything up to which has been applied.
+//!
+//! The state lives behind a synchronous lock that is never held across an
+//! await; readers take an O(1) clone of the persistent map and work on that.
+
+pub mod entry;
+pub mod page;
+
+pub use entry::{Entry, EntryError, ListStyle, TypeCodec};
+
+use imbl::OrdMap;
+use std::collections::VecDeque;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, watch};
+
+pub type Items = OrdMap<Arc<str>, Arc<Entry>>;
+
+/// Past events after some rv, and the live subscription that follows them.
+pub type Replay = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, kept in the history. `entry` is the object as of the event
+/// (for a deletion, the last state stamped with the deletion's rv).
+#[derive(Debug)]
+pub struct Event {
+    pub rv: u64,
+    pub kind: EventType,
+    pub entry: Arc<Entry>,
+    pub prev: Option<Arc<Entry>>,
+    at: Instant,
+}
+
+/// A consistent view of the type at one resource version.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub rv: u64,
+    pub items: Items,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum StoreError {
+    #[error("event at resourceVersion {got} is not newer than the store's {have}")]
+    NotNewer { got: u64, have: u64 },
+    #[error("{kind} event for {key}, which the store does not hold")]
+    Missing { kind: &'static str, key: String },
+}
+
+/// How much history to keep: events older than `window` or beyond `capacity`
+/// are dropped, which moves the oldest servable resource version forward.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryLimits {
+    pub capacity: usize,
+    pub window: Duration,
+}
+
+impl Default for HistoryLimits {
+    fn default() -> Self {
+        HistoryLimits {
+            capacity: 100_000,
+            window: Duration::from_secs(300),
+        }
+    }
+}
+
+struct State {
+    items: Items,
+    rv: u64,
+    /// Snapshots can be rebuilt for any rv in `oldest..=rv`.
+    oldest: u64,
+    history: VecDeque<Arc<Event>>,
+    /// The last few rebuilt snapshots: a paginated walk asks for the same rv
+    /// page after page.
+    recent: VecDeque<Snapshot>,
+}
+
+pub struct Store {
+    state: RwLock<State>,
+    limits: HistoryLimits,
+    rv_tx: watch::Sender<u64>,
+    events: broadcast::Sender<Arc<Event>>,
+}
+
+const RECENT_SNAPSHOTS: usize = 4;
+
+impl Store {
+    pub fn new(limits: HistoryLimits) -> Self {
+        let (rv_tx, _) = watch::channel(0);
+        let (events, _) = broadcast::channel(4096);
+        Store {
+            state: RwLock::new(State {
+                items: OrdMap::new(),
+                rv: 0,
+                oldest: 0,
+                history: VecDeque::new(),
+                recent: VecDeque::new(),
+            }),
+            limits,
+            rv_tx,
+            events,
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces everything with a fresh list at `rv` (a relist): the history
+    /// before it no longer connects to the new state, so it is dropped.
+    pub fn replace(&self, entries: Vec<Arc<Entry>>, rv: u64) {
+        let items: Items = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
+        {
+            let mut s = self.write();
+            s.items = items;
+            s.rv = rv;
+            s.oldest = rv;
+            s.history.clear();
+            s.recent.clear();
+        }
+        self.rv_tx.send_replace(rv);
+    }
+
+    /// Applies one watch event; events must come in increasing rv order.
+    pub fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError> {
+        let rv = entry.rv;
+        let event = {
+            let mut s = self.write();
+            if rv <= s.rv {
+                return Err(StoreError::NotNewer {
+                    got: rv,
+                    have: s.rv,
+                });
+            }
+            let prev = match kind {
+                EventType::Added | EventType::Modified => {
+                    s.items.insert(entry.key.clone(), entry.clone())
+                }
+                EventType::Deleted => s.items.remove(&entry.key),
+            };
+            if kind == EventType::Deleted && prev.is_none() {
+                return Err(StoreError::Missing {
+                    kind: kind.as_str(),
+                    key: entry.key.to_string(),
+                });
+            }
+            s.rv = rv;
+            let event = Arc::new(Event {
+                rv,
+                kind,
+                entry,
+                prev,
+                at: Instant::now(),
+            });
+            s.history.push_back(event.clone());
+            self.trim(&mut s);
+            event
+        };
+        self.rv_tx.send_replace(rv);
+        // No receivers is fine: watches come and go.
+        let _ = self.events.send(event);
+        Ok(())
+    }
+
+    /// A bookmark or progress notification: nothing changed up to `rv`.
+    pub fn advance(&self, rv: u64) {
+        let mut s = self.write();
+        if rv > s.rv {
+            s.rv = rv;
+            drop(s);
+            self.rv_tx.send_replace(rv);
+        }
+    }
+
+    fn trim(&self, s: &mut State) {
+        let now = Instant::now();
+        while let Some(front) = s.history.front() {
+            let too_many = s.history.len() > self.limits.capacity;
+            let too_old = now.duration_since(front.at) > self.limits.window;
+            if !(too_many || too_old) {
+                break;
+            }
+            // Dropping the event at rv R means states before R can no longer
+            // be rebuilt; the state right at R still can.
+            s.oldest = front.rv;
+            s.history.pop_front();
+        }
+    }
+
+    pub fn rv(&self) -> u64 {
+        self.read().rv
+    }
+
+    /// The oldest rv a snapshot can still be built for.
+    pub fn oldest(&self) -> u64 {
+        self.read().oldest
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn current(&self) -> Snapshot {
+        let s = self.read();
+        Snapshot {
+            rv: s.rv,
+            items: s.items.clone(),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<Arc<Entry>> {
+        self.read().items.get(key).cloned()
+    }
+
+    /// The state as of `rv`, rebuilt by undoing newer events. `None` when
+    /// `rv` is older than the history reaches. An `rv` beyond the store's own
+    /// means "no change since": the caller decides whether that is known.
+    pub fn snapshot_at(&self, rv: u64) -> Option<Snapshot> {
+        {
+            let s = self.read();
+            if rv < s.oldest {
+                return None;
+            }
+            if rv >= s.rv {
+                return Some(Snapshot {
+                    rv,
+                    items: s.items.clone(),
+                });
+            }
+            if let Some(hit) = s.recent.iter().find(|snap| snap.rv == rv) {
+                return Some(hit.clone());
+            }
+        }
+        let mut s = self.write();
+        if rv < s.oldest {
+            return None;
+        }
+        let mut items = s.items.clone();
+        for ev in s.history.iter().rev().take_while(|e| e.rv > rv) {
+            match &ev.prev {
+                Some(prev) => {
+                    items.insert(prev.key.clone(), prev.clone());
+                }
+                None => {
+                    items.remove(&ev.entry.key);
+                }
+            }
+        }
+        let snap = Snapshot { rv, items };
+        if s.recent.len() >= RECENT_SNAPSHOTS {
+            s.recent.pop_front();
+        }
+        s.recent.push_back(snap.clone());
+        Some(snap)
+    }
+
+    /// Waits until the store has applied everything up to `rv`, at most
+    /// `timeout`; returns the rv reached either way.
+    pub async fn wait_for(&self, rv: u64, timeout: Duration) -> Result<u64, u64> {
+        let mut rx = self.rv_tx.subscribe();
+        let reached = tokio::time::timeout(timeout, rx.wait_for(|have| *have >= rv))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|have| *have);
+        match reached {
+            Some(have) => Ok(have),
+            None => Err(*rx.borrow()),
+        }
+    }
+
+    /// Events after `rv` from the history, then live ones; `None` if `rv` is
+    /// older than the history. The subscription is taken under the lock so no
+    /// event falls between the two.
+    pub fn events_since(
+        &self,
+        rv: u64,
+    ) -> Option<Replay> {
+        let s = self.read();
+        if rv < s.oldest {
+            return None;
+        }
+        let rx = self.events.subscribe();
+        let past = s.history.iter().filter(|e| e.rv > rv).cloned().collect();
+        Some((past, rx))
+    }
+
+    /// The current state and a live subscription starting right after it.
+    pub fn snapshot_and_subscribe(&self) -> (Snapshot, broadcast::Receiver<Arc<Event>>) {
+        let s = self.read();
+        let rx = self.events.subscribe();
+        (
+            Snapshot {
+                rv: s.rv,
+                items: s.items.clone(),
+            },
+            rx,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, rv: u64) -> Arc<Entry> {
+        Arc::new(Entry::for_test(key, rv))
+    }
+
+    fn keys(s: &Snapshot) -> Vec<String> {
+        s.items
+            .iter()
+            .map(|(k, e)| format!("{k}@{}", e.rv))
+            .collect()
+    }
+
+    #[test]
+    fn snapshots_rebuild_past_states_by_undoing_events() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 5), entry("b", 6)], 10);
+        store.apply(EventType::Modified, entry("a", 11)).unwrap();
+        store.apply(EventType::Added, entry("c", 12)).unwrap();
+        store.apply(EventType::Deleted, entry("b", 13)).unwrap();
+        assert_eq!(keys(&store.current()), vec!["a@11", "c@12"]);
+        assert_eq!(keys(&store.snapshot_at(10).unwrap()), vec!["a@5", "b@6"]);
+        assert_eq!(keys(&store.snapshot_at(11).unwrap()), vec!["a@11", "b@6"]);
+        assert_eq!(
+            keys(&store.snapshot_at(12).unwrap()),
+            vec!["a@11", "b@6", "c@12"]
+        );
+        assert!(store.snapshot_at(9).is_none());
+        // A second read of the same rv comes from the recent snapshots.
+        assert_eq!(keys(&store.snapshot_at(11).unwrap()), vec!["a@11", "b@6"]);
+    }
+
+    #[test]
+    fn events_must_move_forward() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![], 10);
+        assert_eq!(
+            store.apply(EventType::Added, entry("a", 10)),
+            Err(StoreError::NotNewer { got: 10, have: 10 })
+        );
+        assert!(store.apply(EventType::Deleted, entry("zz", 11)).is_err());
+        assert_eq!(store.rv(), 10);
+    }
+
+    #[test]
+    fn history_capacity_moves_the_oldest_servable_version() {
+        let store = Store::new(HistoryLimits {
+            capacity: 2,
+            window: Duration::from_secs(60),
+        });
+        store.replace(vec![], 1);
+        for rv in 2..=5 {
+            store
+                .apply(EventType::Added, entry(&format!("k{rv}"), rv))
+                .unwrap();
+        }
+        assert_eq!(store.oldest(), 3);
+        assert!(store.snapshot_at(2).is_none());
+        assert_eq!(store.snapshot_at(3).unwrap().items.len(), 2);
+        let (past, _rx) = store.events_since(3).unwrap();
+        assert_eq!(past.iter().map(|e| e.rv).collect::<Vec<_>>(), vec![4, 5]);
+        assert!(store.events_since(2).is_none());
+    }
+
+    #[test]
+    fn relist_swaps_state_and_forgets_history() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 2);
+        store.apply(EventType::Added, entry("b", 3)).unwrap();
+        store.replace(vec![entry("c", 7)], 9);
+        assert_eq!(keys(&store.current()), vec!["c@7"]);
+        assert!(store.snapshot_at(3).is_none());
+        assert_eq!(store.rv(), 9);
+    }
+
+    #[tokio::test]
+    async fn waiting_for_a_version_ends_when_it_arrives_or_times_out() {
+        let store = Arc::new(Store::new(HistoryLimits::default()));
+        store.replace(vec![], 1);
+        assert_eq!(store.wait_for(5, Duration::from_millis(20)).await, Err(1));
+        let s2 = store.clone();
+        let waiter = tokio::spawn(async move { s2.wait_for(3, Duration::from_secs(10)).await });
+        store.advance(3);
+        assert_eq!(waiter.await.unwrap(), Ok(3));
+    }
+}

@@ -1,0 +1,178 @@
+//! The connection to the real apiserver: where it is, how to authenticate,
+//! TLS, and the hyper client every upstream request goes through.
+
+pub mod discovery;
+pub mod kubeconfig;
+
+use bytes::Bytes;
+use http::{header, HeaderValue, Request, Response, StatusCode, Uri};
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("invalid upstream URL {0:?}: {1}")]
+    Url(String, String),
+    #[error("reading {what}: {err}")]
+    Read { what: String, err: std::io::Error },
+    #[error("TLS setup: {0}")]
+    Tls(String),
+    #[error("connecting to the upstream: {0}")]
+    Connect(#[from] hyper_util::client::legacy::Error),
+    #[error("reading the upstream's answer: {0}")]
+    Body(#[from] hyper::Error),
+    #[error("upstream answered {status} to {path}: {body}")]
+    Status {
+        status: StatusCode,
+        path: String,
+        body: String,
+    },
+}
+
+/// How to reach and authenticate to the upstream.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamConfig {
+    pub url: String,
+    pub token: Option<String>,
+    pub ca_pem: Option<Vec<u8>>,
+}
+
+pub struct Upstream {
+    scheme: http::uri::Scheme,
+    authority: http::uri::Authority,
+    base_path: String,
+    token: Option<HeaderValue>,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
+}
+
+pub fn empty_body() -> Body {
+    Empty::<Bytes>::new().map_err(|e| match e {}).boxed_unsync()
+}
+
+pub fn full_body(b: impl Into<Bytes>) -> Body {
+    http_body_util::Full::new(b.into())
+        .map_err(|e| match e {})
+        .boxed_unsync()
+}
+
+impl Upstream {
+    pub fn new(cfg: &UpstreamConfig) -> Result<Arc<Self>, UpstreamError> {
+        let uri: Uri = cfg.url.parse().map_err(|e: http::uri::InvalidUri| {
+            UpstreamError::Url(cfg.url.clone(), e.to_string())
+        })?;
+        let scheme = uri.scheme().cloned().ok_or_else(|| {
+            UpstreamError::Url(cfg.url.clone(), "missing http:// or https://".into())
+        })?;
+        if scheme != http::uri::Scheme::HTTP && scheme != http::uri::Scheme::HTTPS {
+            return Err(UpstreamError::Url(
+                cfg.url.clone(),
+                "scheme must be http or https".into(),
+            ));
+        }
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| UpstreamError::Url(cfg.url.clone(), "missing host".into()))?;
+        let base_path = uri.path().trim_end_matches('/').to_string();
+
+        let mut roots = rustls::RootCertStore::empty();
+        if let Some(pem) = &cfg.ca_pem {
+            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+                let cert = cert.map_err(|e| UpstreamError::Tls(e.to_string()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| UpstreamError::Tls(e.to_string()))?;
+            }
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| UpstreamError::Tls(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(Duration::from_secs(10)));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(connector);
+        let token = match &cfg.token {
+            Some(t) => Some(
+                HeaderValue::from_str(&format!("Bearer {}", t.trim()))
+                    .map_err(|e| UpstreamError::Tls(format!("token: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(Arc::new(Upstream {
+            scheme,
+            authority,
+            base_path,
+            token,
+            client,
+        }))
+    }
+
+    /// The upstream URI for a path-and-query of the apiserver's API.
+    pub fn uri(&self, path_and_query: &str) -> Uri {
+        Uri::builder()
+            .scheme(self.scheme.clone())
+            .authority(self.authority.clone())
+            .path_and_query(format!("{}{}", self.base_path, path_and_query))
+            .build()
+            .expect("scheme, authority and an absolute path make a URI")
+    }
+
+    pub fn authority(&self) -> &http::uri::Authority {
+        &self.authority
+    }
+
+    /// Sends a request as it is, adding the proxy's own credentials.
+    pub async fn send(&self, mut req: Request<Body>) -> Result<Response<Incoming>, UpstreamError> {
+        if let Some(t) = &self.token {
+            req.headers_mut().insert(header::AUTHORIZATION, t.clone());
+        }
+        Ok(self.client.request(req).await?)
+    }
+
+    /// A GET the proxy makes for itself (lists, watches, discovery).
+    pub async fn get(&self, path_and_query: &str) -> Result<Response<Incoming>, UpstreamError> {
+        let req = Request::get(self.uri(path_and_query))
+            .header(header::ACCEPT, "application/json")
+            .header(
+                header::USER_AGENT,
+                concat!("kubecache/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(empty_body())
+            .expect("a GET with fixed headers is a valid request");
+        self.send(req).await
+    }
+
+    /// A GET whose whole body is wanted; non-2xx answers are errors.
+    pub async fn get_bytes(&self, path_and_query: &str) -> Result<Bytes, UpstreamError> {
+        let resp = self.get(path_and_query).await?;
+        let status = resp.status();
+        let body = resp.into_body().collect().await?.to_bytes();
+        if !status.is_success() {
+            return Err(UpstreamError::Status {
+                status,
+                path: path_and_query.to_string(),
+                body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
+            });
+        }
+        Ok(body)
+    }
+}
