@@ -12,6 +12,7 @@ pub mod request;
 pub mod resource;
 pub mod selector;
 pub mod serve;
+pub mod sim;
 pub mod status;
 pub mod store;
 pub mod upstream;

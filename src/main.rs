@@ -2,6 +2,7 @@ use clap::{Parser, Subcommand};
 use kubecache::cache::Cache;
 use kubecache::config::{FileConfig, ServeConfig};
 use kubecache::serve::{self, route::ConsistentReads, ServeState};
+use kubecache::sim::{Sim, SimOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -25,6 +26,67 @@ struct Cli {
 enum Command {
     /// Run the proxy in front of an apiserver.
     Serve(ServeArgs),
+    /// Run the simulated apiserver.
+    Sim(SimArgs),
+    /// The simulator loaded with realistic objects and the proxy in front of it.
+    Demo(DemoArgs),
+}
+
+#[derive(clap::Args, Clone)]
+struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: String,
+    #[arg(long, default_value_t = 5)]
+    namespaces: usize,
+    #[arg(long, default_value_t = 100)]
+    pods: usize,
+    #[arg(long, default_value_t = 50)]
+    configmaps: usize,
+    #[arg(long, default_value_t = 5)]
+    nodes: usize,
+    /// Pod updates per second.
+    #[arg(long, default_value_t = 0.0)]
+    churn: f64,
+    /// Random seed for generated objects.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+impl SimArgs {
+    fn options(&self) -> Result<SimOptions, String> {
+        if !(self.churn >= 0.0 && self.churn.is_finite()) {
+            return Err(format!(
+                "--churn {} must be a non-negative number",
+                self.churn
+            ));
+        }
+        Ok(SimOptions {
+            namespaces: self.namespaces,
+            pods: self.pods,
+            configmaps: self.configmaps,
+            nodes: self.nodes,
+            churn: self.churn,
+            seed: self.seed,
+            ..Default::default()
+        })
+    }
+}
+
+#[derive(clap::Args)]
+struct DemoArgs {
+    /// Where the proxy listens; point kubectl --server here.
+    #[arg(long, default_value = "127.0.0.1:8001")]
+    listen: String,
+    /// Where the simulated apiserver listens.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    sim_listen: String,
+    #[arg(long, default_value_t = 2000)]
+    pods: usize,
+    #[arg(long, default_value_t = 500)]
+    configmaps: usize,
+    #[arg(long, default_value_t = 2.0)]
+    churn: f64,
 }
 
 #[derive(clap::Args)]
@@ -133,6 +195,63 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), String> {
     Ok(())
 }
 
+fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse()
+        .map_err(|_| format!("listen address {s:?} is not HOST:PORT"))
+}
+
+async fn run_sim(opts: SimOptions, listen: std::net::SocketAddr) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("listening on {listen}: {e}"))?;
+    let sim = Sim::new(&opts);
+    sim.start_churn(opts.churn);
+    tracing::info!(listen = %listener.local_addr().map_err(|e| e.to_string())?, pods = opts.pods, "simulated apiserver serving");
+    kubecache::sim::run(sim, listener, shutdown_signal()).await;
+    Ok(())
+}
+
+async fn run_demo(
+    opts: SimOptions,
+    sim_listen: std::net::SocketAddr,
+    listen: std::net::SocketAddr,
+) -> Result<(), String> {
+    let sim_listener = tokio::net::TcpListener::bind(sim_listen)
+        .await
+        .map_err(|e| format!("listening on {sim_listen}: {e}"))?;
+    let sim_addr = sim_listener.local_addr().map_err(|e| e.to_string())?;
+    let sim = Sim::new(&opts);
+    sim.start_churn(opts.churn);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(kubecache::sim::run(sim, sim_listener, async {
+        let _ = stop_rx.await;
+    }));
+    let cfg = FileConfig {
+        upstream: Some(format!("http://{sim_addr}")),
+        listen: Some(listen.to_string()),
+        eager: vec![
+            "v1/pods".into(),
+            "v1/configmaps".into(),
+            "v1/namespaces".into(),
+            "v1/nodes".into(),
+            "apps/v1/deployments".into(),
+        ],
+        ..Default::default()
+    }
+    .into_serve()
+    .map_err(|e| e.to_string())?;
+    eprintln!("kubecache demo: simulated apiserver on http://{sim_addr}, proxy on http://{listen}");
+    eprintln!("try:");
+    eprintln!("  kubectl --server http://{listen} get pods -A");
+    eprintln!("  kubectl --server http://{listen} get pods -A -o json --chunk-size=100");
+    eprintln!("  kubectl --server http://{listen} get pods -n default -l app=web");
+    eprintln!("  curl -s 'http://{listen}/api/v1/pods?resourceVersion=0' | head -c 300");
+    eprintln!("  curl -s http://{listen}/metrics | grep apiserver_request_total");
+    let r = run_serve(cfg).await;
+    let _ = stop_tx.send(());
+    r
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -154,6 +273,41 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Sim(args) => {
+            let (opts, listen) = match args
+                .options()
+                .and_then(|o| parse_addr(&args.listen).map(|a| (o, a)))
+            {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("kubecache: {e}");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            };
+            init_tracing();
+            runtime().block_on(run_sim(opts, listen))
+        }
+        Command::Demo(args) => {
+            let parsed =
+                parse_addr(&args.listen).and_then(|l| parse_addr(&args.sim_listen).map(|s| (l, s)));
+            let (listen, sim_listen) = match parsed {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("kubecache: {e}");
+                    return ExitCode::from(EXIT_CONFIG);
+                }
+            };
+            init_tracing();
+            let opts = SimOptions {
+                namespaces: 8,
+                nodes: 20,
+                pods: args.pods,
+                configmaps: args.configmaps,
+                churn: args.churn,
+                ..Default::default()
+            };
+            runtime().block_on(run_demo(opts, sim_listen, listen))
+        }
         Command::Serve(args) => {
             let cfg = match args.into_config() {
                 Ok(c) => c,

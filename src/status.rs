@@ -11,7 +11,7 @@ pub struct Status {
     pub kind: &'static str,
     #[serde(rename = "apiVersion")]
     pub api_version: &'static str,
-    pub metadata: EmptyMeta,
+    pub metadata: StatusMeta,
     pub status: &'static str,
     pub message: String,
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -25,7 +25,11 @@ pub struct Status {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
-pub struct EmptyMeta {}
+pub struct StatusMeta {
+    /// Set on a 410 for an expired continue token: where to go on inconsistently.
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
+}
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct Details {
@@ -54,7 +58,7 @@ impl Status {
         Status {
             kind: "Status",
             api_version: "v1",
-            metadata: EmptyMeta {},
+            metadata: StatusMeta::default(),
             status: "Failure",
             message: message.into(),
             reason,
@@ -85,6 +89,34 @@ impl Status {
                 ..Default::default()
             },
         )
+    }
+
+    /// 409, like `apierrors.NewAlreadyExists`.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        let qualified = qualified_resource(group, resource);
+        Status::new(
+            409,
+            "AlreadyExists",
+            format!("{qualified} \"{name}\" already exists"),
+        )
+        .with_details(Details {
+            name: name.to_string(),
+            group: group.to_string(),
+            kind: resource.to_string(),
+            ..Default::default()
+        })
+    }
+
+    /// 409, like `apierrors.NewConflict` for a stale resourceVersion.
+    pub fn conflict(group: &str, resource: &str, name: &str) -> Self {
+        let qualified = qualified_resource(group, resource);
+        Status::new(409, "Conflict", format!("Operation cannot be fulfilled on {qualified} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"))
+            .with_details(Details {
+                name: name.to_string(),
+                group: group.to_string(),
+                kind: resource.to_string(),
+                ..Default::default()
+            })
     }
 
     /// 410, like `apierrors.NewResourceExpired`.

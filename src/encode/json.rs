@@ -94,6 +94,26 @@ pub fn object(codec: &TypeCodec, entry: &Entry) -> Bytes {
     b.freeze()
 }
 
+/// One watch event line: `{"type":"ADDED","object":{…}}` and a newline.
+pub fn watch_event(kind: &str, object: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(object.len() + 32);
+    b.put_slice(b"{\"type\":\"");
+    b.put_slice(kind.as_bytes());
+    b.put_slice(b"\",\"object\":");
+    b.put_slice(object);
+    b.put_slice(b"}\n");
+    b.freeze()
+}
+
+/// A BOOKMARK's object: only kind, apiVersion and the resource version.
+pub fn bookmark_object(codec: &TypeCodec, rv: u64) -> Bytes {
+    Bytes::from(format!(
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\",\"creationTimestamp\":null}}}}",
+        json_str(&codec.kind),
+        json_str(&codec.api_version)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

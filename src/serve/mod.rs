@@ -116,14 +116,39 @@ async fn forward(
     resp
 }
 
-/// Serves until `shutdown` resolves, then stops accepting and gives open
-/// connections up to `drain` to finish.
+/// Serves kubecache until `shutdown` resolves; then fails readyz, stops
+/// accepting and drains.
 pub async fn run(
     listener: TcpListener,
     state: Arc<ServeState>,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
 ) {
+    let st = state.clone();
+    let shutdown = async move {
+        shutdown.await;
+        st.shutting_down.store(true, Ordering::Release);
+    };
+    serve_http(
+        listener,
+        move |req| handle(state.clone(), req),
+        shutdown,
+        drain,
+    )
+    .await
+}
+
+/// The accept loop shared by the proxy and the simulator: HTTP/1 and h2c,
+/// upgrades allowed, open connections given up to `drain` after `shutdown`.
+pub async fn serve_http<F, Fut>(
+    listener: TcpListener,
+    handler: F,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
+{
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
@@ -139,10 +164,10 @@ pub async fn run(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let st = state.clone();
+                let h = handler.clone();
                 let svc = hyper::service::service_fn(move |req| {
-                    let st = st.clone();
-                    async move { Ok::<_, Infallible>(handle(st, req).await) }
+                    let h = h.clone();
+                    async move { Ok::<_, Infallible>(h(req).await) }
                 });
                 let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
                 let conn = graceful.watch(conn.into_owned());
@@ -155,7 +180,6 @@ pub async fn run(
             _ = &mut shutdown => break,
         }
     }
-    state.shutting_down.store(true, Ordering::Release);
     drop(listener);
     tokio::select! {
         _ = graceful.shutdown() => tracing::info!("drained"),

@@ -296,10 +296,7 @@ impl Store {
     /// Events after `rv` from the history, then live ones; `None` if `rv` is
     /// older than the history. The subscription is taken under the lock so no
     /// event falls between the two.
-    pub fn events_since(
-        &self,
-        rv: u64,
-    ) -> Option<Replay> {
+    pub fn events_since(&self, rv: u64) -> Option<Replay> {
         let s = self.read();
         if rv < s.oldest {
             return None;

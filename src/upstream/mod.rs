@@ -62,6 +62,28 @@ pub fn full_body(b: impl Into<Bytes>) -> Body {
         .boxed_unsync()
 }
 
+/// A streaming body fed from a channel: watch responses, one frame per event.
+pub struct ChannelBody(tokio::sync::mpsc::Receiver<Bytes>);
+
+impl http_body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = BoxError;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|o| o.map(|b| Ok(http_body::Frame::data(b))))
+    }
+}
+
+/// A body and the sender that writes it; dropping the sender ends it.
+pub fn channel_body(depth: usize) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
+    let (tx, rx) = tokio::sync::mpsc::channel(depth);
+    (tx, ChannelBody(rx).boxed_unsync())
+}
+
 impl Upstream {
     pub fn new(cfg: &UpstreamConfig) -> Result<Arc<Self>, UpstreamError> {
         let uri: Uri = cfg.url.parse().map_err(|e: http::uri::InvalidUri| {

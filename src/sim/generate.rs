@@ -1,0 +1,308 @@
+//! Realistic objects for the simulator, field for field in the order the
+//! apiserver serializes them (Go struct order), as a kubelet and the
+//! controllers would have written them.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+pub struct Generator {
+    rng: StdRng,
+    /// Seconds since the epoch that generated timestamps count back from.
+    now: i64,
+}
+
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+const APPS: [&str; 8] = [
+    "web", "api", "worker", "cache", "db-proxy", "ingest", "auth", "search",
+];
+const IMAGES: [&str; 8] = [
+    "nginx:1.25.3",
+    "ghcr.io/acme/api:v2.14.0",
+    "ghcr.io/acme/worker:v2.14.0",
+    "redis:7.2.4",
+    "envoyproxy/envoy:v1.29.1",
+    "ghcr.io/acme/ingest:v0.9.2",
+    "ghcr.io/acme/auth:v1.3.7",
+    "opensearchproject/opensearch:2.11.1",
+];
+
+impl Generator {
+    pub fn new(seed: u64) -> Self {
+        Generator {
+            rng: StdRng::seed_from_u64(seed),
+            now: now_secs(),
+        }
+    }
+
+    pub fn uid(&mut self) -> String {
+        let b: [u8; 16] = self.rng.gen();
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            u16::from_be_bytes([b[4], b[5]]),
+            u16::from_be_bytes([b[6], b[7]]) & 0x0fff,
+            (u16::from_be_bytes([b[8], b[9]]) & 0x3fff) | 0x8000,
+            u64::from_be_bytes([0, 0, b[10], b[11], b[12], b[13], b[14], b[15]])
+        )
+    }
+
+    fn suffix(&mut self, n: usize) -> String {
+        const ALNUM: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        (0..n)
+            .map(|_| ALNUM[self.rng.gen_range(0..ALNUM.len())] as char)
+            .collect()
+    }
+
+    fn ago(&mut self, max_secs: i64) -> String {
+        let back = self.rng.gen_range(60..max_secs.max(61));
+        rfc3339(self.now - back)
+    }
+
+    pub fn namespace(&mut self, name: &str) -> Value {
+        json!({
+            "kind": "Namespace", "apiVersion": "v1",
+            "metadata": {
+                "name": name,
+                "uid": self.uid(),
+                "creationTimestamp": self.ago(90 * 86_400),
+                "labels": {"kubernetes.io/metadata.name": name}
+            },
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"}
+        })
+    }
+
+    pub fn node(&mut self, i: usize) -> Value {
+        let name = format!("node-{i:03}");
+        json!({
+            "kind": "Node", "apiVersion": "v1",
+            "metadata": {
+                "name": name,
+                "uid": self.uid(),
+                "creationTimestamp": self.ago(60 * 86_400),
+                "labels": {
+                    "beta.kubernetes.io/arch": "amd64",
+                    "beta.kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "node.kubernetes.io/instance-type": "m5.2xlarge",
+                    "topology.kubernetes.io/zone": format!("eu-west-1{}", (["a", "b", "c"][i % 3]))
+                },
+                "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+            },
+            "spec": {"podCIDR": format!("10.244.{i}.0/24"), "podCIDRs": [format!("10.244.{i}.0/24")], "providerID": format!("aws:///eu-west-1a/i-0{:015x}", i)},
+            "status": {
+                "capacity": {"cpu": "8", "ephemeral-storage": "104845292Ki", "memory": "32386544Ki", "pods": "110"},
+                "allocatable": {"cpu": "7910m", "ephemeral-storage": "95551679124", "memory": "31369712Ki", "pods": "110"},
+                "conditions": [
+                    {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": self.ago(60), "lastTransitionTime": self.ago(30 * 86_400), "reason": "KubeletHasSufficientMemory", "message": "kubelet has sufficient memory available"},
+                    {"type": "DiskPressure", "status": "False", "lastHeartbeatTime": self.ago(60), "lastTransitionTime": self.ago(30 * 86_400), "reason": "KubeletHasNoDiskPressure", "message": "kubelet has no disk pressure"},
+                    {"type": "PIDPressure", "status": "False", "lastHeartbeatTime": self.ago(60), "lastTransitionTime": self.ago(30 * 86_400), "reason": "KubeletHasSufficientPID", "message": "kubelet has sufficient PID available"},
+                    {"type": "Ready", "status": "True", "lastHeartbeatTime": self.ago(60), "lastTransitionTime": self.ago(30 * 86_400), "reason": "KubeletReady", "message": "kubelet is posting ready status"}
+                ],
+                "addresses": [{"type": "InternalIP", "address": format!("10.0.{}.{}", i / 250, i % 250 + 2)}, {"type": "Hostname", "address": name}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {"machineID": self.suffix(32), "systemUUID": self.uid(), "bootID": self.uid(), "kernelVersion": "5.10.205-195.807.amzn2.x86_64", "osImage": "Amazon Linux 2", "containerRuntimeVersion": "containerd://1.7.11", "kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2", "operatingSystem": "linux", "architecture": "amd64"}
+            }
+        })
+    }
+
+    pub fn configmap(&mut self, ns: &str, i: usize) -> Value {
+        let app = APPS[i % APPS.len()];
+        json!({
+            "kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {
+                "name": format!("{app}-config-{i}"),
+                "namespace": ns,
+                "uid": self.uid(),
+                "creationTimestamp": self.ago(30 * 86_400),
+                "labels": {"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop"}
+            },
+            "data": {
+                "LOG_LEVEL": (["info", "debug", "warn"][i % 3]),
+                "FEATURE_FLAGS": "checkout-v2=true,search-suggest=false",
+                "config.yaml": format!("server:\n  port: 8080\n  workers: {}\ncache:\n  ttl: 30s\n", 2 + i % 6)
+            }
+        })
+    }
+
+    pub fn deployment(&mut self, ns: &str, app: &str) -> Value {
+        json!({
+            "kind": "Deployment", "apiVersion": "apps/v1",
+            "metadata": {
+                "name": app, "namespace": ns, "uid": self.uid(), "generation": 3,
+                "creationTimestamp": self.ago(30 * 86_400),
+                "labels": {"app": app},
+                "annotations": {"deployment.kubernetes.io/revision": "3"}
+            },
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": app}},
+                "template": {"metadata": {"creationTimestamp": null, "labels": {"app": app}}, "spec": {"containers": [{"name": app, "image": IMAGES[0], "resources": {}, "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}], "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst", "securityContext": {}, "schedulerName": "default-scheduler"}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+                "revisionHistoryLimit": 10,
+                "progressDeadlineSeconds": 600
+            },
+            "status": {"observedGeneration": 3, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3,
+                "conditions": [
+                    {"type": "Available", "status": "True", "lastUpdateTime": self.ago(86_400), "lastTransitionTime": self.ago(86_400), "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
+                    {"type": "Progressing", "status": "True", "lastUpdateTime": self.ago(86_400), "lastTransitionTime": self.ago(86_400), "reason": "NewReplicaSetAvailable", "message": format!("ReplicaSet \"{app}-7d4b9c8f6b\" has successfully progressed.")}
+                ]}
+        })
+    }
+
+    /// A pod as the kubelet reports it: ~2.5 KB of JSON, in one of the
+    /// phases a real cluster shows.
+    pub fn pod(&mut self, ns: &str, i: usize, nodes: usize) -> Value {
+        let app = APPS[i % APPS.len()];
+        let image = IMAGES[i % IMAGES.len()];
+        let hash = "7d4b9c8f6b";
+        let name = format!("{app}-{hash}-{}", self.suffix(5));
+        let node = format!("node-{:03}", i % nodes.max(1));
+        let created = self.ago(7 * 86_400);
+        let phase = match i % 20 {
+            0 => "Pending",
+            1 => "Succeeded",
+            2 => "Failed",
+            _ => "Running",
+        };
+        let running = phase == "Running";
+        let restarts = if i % 7 == 0 {
+            self.rng.gen_range(1..12)
+        } else {
+            0
+        };
+        let ip = format!(
+            "10.244.{}.{}",
+            i % nodes.max(1),
+            (i / nodes.max(1)) % 250 + 2
+        );
+        let sa_vol = format!("default-token-{}", self.suffix(5));
+        let container_id = format!("containerd://{}", self.suffix(64));
+        let state = if running {
+            json!({"running": {"startedAt": created}})
+        } else if phase == "Pending" {
+            json!({"waiting": {"reason": "ContainerCreating"}})
+        } else {
+            json!({"terminated": {"exitCode": if phase == "Failed" {1} else {0}, "reason": if phase == "Failed" {"Error"} else {"Completed"}, "startedAt": created, "finishedAt": created, "containerID": container_id}})
+        };
+        let ready = if running { "True" } else { "False" };
+        json!({
+            "kind": "Pod", "apiVersion": "v1",
+            "metadata": {
+                "name": name,
+                "generateName": format!("{app}-{hash}-"),
+                "namespace": ns,
+                "uid": self.uid(),
+                "creationTimestamp": created,
+                "labels": {"app": app, "pod-template-hash": hash, "tier": (["frontend", "backend"][i % 2])},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-{hash}"), "uid": self.uid(), "controller": true, "blockOwnerDeletion": true}]
+            },
+            "spec": {
+                "volumes": [{"name": sa_vol, "secret": {"secretName": sa_vol, "defaultMode": 420}}],
+                "containers": [{
+                    "name": app,
+                    "image": image,
+                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                    "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
+                    "resources": {"limits": {"cpu": "500m", "memory": "512Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
+                    "volumeMounts": [{"name": sa_vol, "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+                    "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                    "imagePullPolicy": "IfNotPresent"
+                }],
+                "restartPolicy": "Always",
+                "terminationGracePeriodSeconds": 30,
+                "dnsPolicy": "ClusterFirst",
+                "serviceAccountName": "default",
+                "serviceAccount": "default",
+                "nodeName": node,
+                "securityContext": {},
+                "schedulerName": "default-scheduler",
+                "tolerations": [
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                ],
+                "priority": 0,
+                "enableServiceLinks": true,
+                "preemptionPolicy": "PreemptLowerPriority"
+            },
+            "status": {
+                "phase": phase,
+                "conditions": [
+                    {"type": "Initialized", "status": "True", "lastProbeTime": null, "lastTransitionTime": created},
+                    {"type": "Ready", "status": ready, "lastProbeTime": null, "lastTransitionTime": created},
+                    {"type": "ContainersReady", "status": ready, "lastProbeTime": null, "lastTransitionTime": created},
+                    {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": created}
+                ],
+                "hostIP": format!("10.0.0.{}", i % nodes.max(1) % 250 + 2),
+                "podIP": ip,
+                "podIPs": [{"ip": ip}],
+                "startTime": created,
+                "containerStatuses": [{
+                    "name": app,
+                    "state": state,
+                    "lastState": {},
+                    "ready": running,
+                    "restartCount": restarts,
+                    "image": image,
+                    "imageID": format!("docker.io/library/{image}@sha256:{}", self.suffix(64)),
+                    "containerID": container_id,
+                    "started": running
+                }],
+                "qosClass": "Burstable"
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn pods_are_realistically_sized_and_ordered_like_go() {
+        let mut g = Generator::new(1);
+        let p = g.pod("ns", 3, 10);
+        let s = serde_json::to_string(&p).unwrap();
+        assert!(s.starts_with("{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"));
+        assert!(s.len() > 2000 && s.len() < 4000, "{}", s.len());
+    }
+}
