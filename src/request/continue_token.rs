@@ -2,8 +2,19 @@
 //! RawURL of `{"v":"meta.k8s.io/v1","rv":N,"start":"<key after prefix>\u0000"}`.
 //! Compatibility lets kubecache forward any page it cannot serve itself.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
+use base64::engine::DecodePaddingMode;
 use base64::Engine;
+
+/// Go's `base64.RawURLEncoding`: no padding, and lenient about the unused
+/// bits of the last symbol (so "garbage" decodes, as it does upstream).
+const GO_RAW_URL: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::RequireNone),
+);
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -46,10 +57,11 @@ impl ContinueToken {
 
     /// Validates exactly what `decodeContinue` checks.
     pub fn decode(token: &str) -> Result<Self, InvalidToken> {
-        let data = URL_SAFE_NO_PAD
+        let data = GO_RAW_URL
             .decode(token)
             .map_err(|e| InvalidToken(go_base64_error(token, e)))?;
-        let wire: Wire = serde_json::from_slice(&data).map_err(|e| InvalidToken(e.to_string()))?;
+        let wire: Wire =
+            serde_json::from_slice(&data).map_err(|e| InvalidToken(go_json_error(&data, e)))?;
         if wire.v != "meta.k8s.io/v1" {
             return Err(InvalidToken(format!(
                 "server does not recognize this encoded version \"{}\"",
@@ -91,6 +103,56 @@ fn go_base64_error(token: &str, e: base64::DecodeError) -> String {
         _ => token.len().saturating_sub(1),
     };
     format!("illegal base64 data at input byte {at}")
+}
+
+/// Go's `encoding/json` wording for the errors a garbage token hits first.
+fn go_json_error(data: &[u8], e: serde_json::Error) -> String {
+    let first = data.iter().copied().find(|b| !b.is_ascii_whitespace());
+    match first {
+        None => "unexpected end of JSON input".into(),
+        Some(c)
+            if !matches!(
+                c,
+                b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
+            ) =>
+        {
+            format!(
+                "invalid character {} looking for beginning of value",
+                go_quote_char(c)
+            )
+        }
+        _ if e.is_eof() => "unexpected end of JSON input".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Go's `quoteChar`: the byte as a rune, quoted, in single quotes.
+fn go_quote_char(c: u8) -> String {
+    match c {
+        b'\'' => "'\\''".into(),
+        b'"' => "'\"'".into(),
+        _ => {
+            let ch = char::from(c);
+            if ch.is_ascii_graphic() || ch == ' ' {
+                format!("'{ch}'")
+            } else if (c as u32) < 0x20 || c == 0x7f {
+                match c {
+                    b'\n' => "'\\n'".into(),
+                    b'\r' => "'\\r'".into(),
+                    b'\t' => "'\\t'".into(),
+                    0x07 => "'\\a'".into(),
+                    0x08 => "'\\b'".into(),
+                    0x0c => "'\\f'".into(),
+                    0x0b => "'\\v'".into(),
+                    _ => format!("'\\x{c:02x}'"),
+                }
+            } else if (0x80..0xa0).contains(&c) || c == 0xad {
+                format!("'\\u{:04x}'", c as u32)
+            } else {
+                format!("'{ch}'")
+            }
+        }
+    }
 }
 
 /// Encodes a string like Go's `json.Marshal`: HTML-safe escapes and `\u0000`.
@@ -187,6 +249,18 @@ mod tests {
         );
         assert!(
             ContinueToken::decode(&enc(r#"{"v":"meta.k8s.io/v1","rv":"1","start":"a"}"#)).is_err()
+        );
+    }
+
+    #[test]
+    fn garbage_decodes_like_gos_lenient_base64_and_fails_as_json() {
+        assert_eq!(
+            ContinueToken::decode("garbage").unwrap_err().0,
+            "invalid character '\\u0081' looking for beginning of value"
+        );
+        assert_eq!(
+            ContinueToken::decode("").unwrap_err().0,
+            "unexpected end of JSON input"
         );
     }
 

@@ -57,19 +57,29 @@ fn unescape(s: &str) -> Result<String, String> {
         if in_slash {
             match c {
                 '\\' | ',' | '=' => out.push(c),
-                _ => return Err(format!("invalid escape sequence: \\{c}")),
+                _ => {
+                    return Err(format!(
+                        "invalid field selector: invalid escape sequence: \\{c}"
+                    ))
+                }
             }
             in_slash = false;
             continue;
         }
         match c {
             '\\' => in_slash = true,
-            ',' | '=' => return Err(format!("invalid field selector: unescaped character '{c}'")),
+            // Go prints the rune with %v: its number.
+            ',' | '=' => {
+                return Err(format!(
+                    "invalid field selector: unescaped character in value: {}",
+                    c as u32
+                ))
+            }
             _ => out.push(c),
         }
     }
     if in_slash {
-        return Err("invalid escape sequence: \\".into());
+        return Err("invalid field selector: invalid escape sequence: \\".into());
     }
     Ok(out)
 }
@@ -319,7 +329,14 @@ mod tests {
             FieldSelector::parse("abc").unwrap_err().to_string(),
             "invalid selector: 'abc'; can't understand 'abc'"
         );
-        assert!(FieldSelector::parse("a=b=c").is_err());
+        assert_eq!(
+            FieldSelector::parse("a=b=c").unwrap_err().to_string(),
+            "invalid field selector: unescaped character in value: 61"
+        );
+        assert_eq!(
+            FieldSelector::parse("a=\\q").unwrap_err().to_string(),
+            "invalid field selector: invalid escape sequence: \\q"
+        );
         assert!(FieldSelector::parse("a=b\\").is_err());
         assert!(FieldSelector::parse("a=\\q").is_err());
     }

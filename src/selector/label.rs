@@ -146,7 +146,10 @@ impl Parser {
         loop {
             match self.lookahead(Ctx::Values) {
                 Tok::Ident(_) | Tok::Bang => {
-                    reqs.push(self.requirement()?);
+                    let r = self
+                        .requirement()
+                        .map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    reqs.push(r);
                     match self.consume(Ctx::Values) {
                         Tok::End => return Ok(reqs),
                         Tok::Comma => match self.lookahead(Ctx::Values) {
@@ -190,16 +193,11 @@ impl Parser {
         };
         validate_key(&key)?;
         if matches!(self.lookahead(Ctx::Values), Tok::End | Tok::Comma) {
-            let op = op.unwrap_or(Op::Exists);
-            return new_requirement(key, op, vec![]);
+            op.get_or_insert(Op::Exists);
         }
-        if op.is_some() {
-            // `!key` must be followed by the end or a comma.
-            let t = self.lookahead(Ctx::Values);
-            return Err(format!(
-                "found '{}', expected: ',' or 'end of string'",
-                t.literal()
-            ));
+        // `!key` ends the requirement whatever follows; the caller judges it.
+        if let Some(op) = op {
+            return new_requirement(key, op, vec![]);
         }
         let op = match self.consume(Ctx::KeyAndOperator) {
             Tok::In => Op::In,
@@ -210,7 +208,7 @@ impl Parser {
             Tok::Lt => Op::LessThan,
             t => {
                 return Err(format!(
-                    "found '{}', expected: =, !=, ==, in, notin, >, <",
+                    "found '{}', expected: '=', '!=', '==', 'in', notin'",
                     t.literal()
                 ))
             }
@@ -222,12 +220,12 @@ impl Parser {
         new_requirement(key, op, values)
     }
 
+    /// `parseValues` and `parseIdentifiersList`, quirks included.
     fn set_values(&mut self) -> Result<Vec<String>, String> {
         match self.consume(Ctx::Values) {
             Tok::Open => {}
-            t => return Err(format!("found '{}', expected: '('", t.literal())),
+            t => return Err(format!("found '{}' expected: '('", t.literal())),
         }
-        let mut values = Vec::new();
         match self.lookahead(Ctx::Values) {
             Tok::Close => {
                 self.consume(Ctx::Values);
@@ -241,30 +239,36 @@ impl Parser {
                 ))
             }
         }
-        let mut last_was_comma = true;
+        let mut values: Vec<String> = Vec::new();
+        let mut insert = |values: &mut Vec<String>, v: String| {
+            if !values.contains(&v) {
+                values.push(v);
+            }
+        };
         loop {
             match self.consume(Ctx::Values) {
                 Tok::Ident(v) => {
-                    values.push(v);
-                    last_was_comma = false;
+                    insert(&mut values, v);
                     match self.lookahead(Ctx::Values) {
                         Tok::Comma => continue,
-                        Tok::Close => {
-                            self.consume(Ctx::Values);
-                            return Ok(values);
-                        }
+                        Tok::Close => break,
                         t => return Err(format!("found '{}', expected: ',' or ')'", t.literal())),
                     }
                 }
                 Tok::Comma => {
-                    if last_was_comma {
-                        values.push(String::new());
+                    if values.is_empty() {
+                        insert(&mut values, String::new());
                     }
-                    last_was_comma = true;
-                    if self.lookahead(Ctx::Values) == Tok::Close {
-                        values.push(String::new());
-                        self.consume(Ctx::Values);
-                        return Ok(values);
+                    match self.lookahead(Ctx::Values) {
+                        Tok::Close => {
+                            insert(&mut values, String::new());
+                            break;
+                        }
+                        Tok::Comma => {
+                            self.consume(Ctx::Values);
+                            insert(&mut values, String::new());
+                        }
+                        _ => {}
                     }
                 }
                 t => {
@@ -275,6 +279,9 @@ impl Parser {
                 }
             }
         }
+        // The closing parenthesis the list stopped at.
+        self.consume(Ctx::Values);
+        Ok(values)
     }
 
     fn exact_value(&mut self) -> Result<Vec<String>, String> {
@@ -334,7 +341,8 @@ fn validate_key(key: &str) -> Result<(), String> {
         errs.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
         errs.push("name part must be no more than 63 characters".to_string());
-    } else if !is_name_part(name) {
+    }
+    if !is_name_part(name) {
         errs.push(NAME_FMT.to_string());
     }
     if errs.is_empty() {
@@ -344,16 +352,22 @@ fn validate_key(key: &str) -> Result<(), String> {
     }
 }
 
-fn validate_value(v: &str) -> Result<(), String> {
+fn validate_value(key: &str, v: &str) -> Result<(), String> {
+    let mut errs = Vec::new();
     if v.len() > 63 {
-        return Err(format!(
-            "invalid label value: \"{v}\": at key: must be no more than 63 characters"
-        ));
+        errs.push("must be no more than 63 characters");
     }
     if !v.is_empty() && !is_name_part(v) {
-        return Err(format!("invalid label value: \"{v}\": {VALUE_FMT}"));
+        errs.push(VALUE_FMT);
     }
-    Ok(())
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid label value: \"{v}\": at key: \"{key}\": {}",
+            errs.join("; ")
+        ))
+    }
 }
 
 fn new_requirement(key: String, op: Op, values: Vec<String>) -> Result<Requirement, String> {
@@ -378,7 +392,7 @@ fn new_requirement(key: String, op: Op, values: Vec<String>) -> Result<Requireme
         _ => {}
     }
     for v in &values {
-        validate_value(v)?;
+        validate_value(&key, v)?;
     }
     Ok(Requirement { key, op, values })
 }
@@ -391,9 +405,7 @@ impl LabelSelector {
             toks: lex(input),
             pos: 0,
         };
-        let mut requirements = p
-            .parse()
-            .map_err(|e| SelectorError::Label(format!("unable to parse requirement: {e}")))?;
+        let mut requirements = p.parse().map_err(SelectorError::Label)?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(LabelSelector { requirements })
     }
@@ -521,12 +533,28 @@ mod tests {
                 assert!(LabelSelector::parse(bad).is_ok());
                 continue;
             }
-            let err = LabelSelector::parse(bad).expect_err(bad);
-            assert!(
-                err.to_string().starts_with("unable to parse requirement: "),
-                "{bad}: {err}"
-            );
+            LabelSelector::parse(bad).expect_err(bad);
         }
+    }
+
+    #[test]
+    fn error_texts_are_apimachinerys() {
+        let err = |s: &str| LabelSelector::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            err("a in b"),
+            "unable to parse requirement: found 'b' expected: '('"
+        );
+        assert_eq!(
+            err("a===b"),
+            "unable to parse requirement: found '=', expected: identifier"
+        );
+        assert_eq!(err("!a=b"), "found '=', expected: ',' or 'end of string'");
+        assert_eq!(err("a,"), "found '', expected: identifier after ','");
+        assert_eq!(
+            err("a b"),
+            "unable to parse requirement: found 'b', expected: '=', '!=', '==', 'in', notin'"
+        );
+        assert!(err("k=-v").starts_with("unable to parse requirement: invalid label value: \"-v\": at key: \"k\": a valid label"));
     }
 
     #[test]
