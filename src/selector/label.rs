@@ -240,7 +240,7 @@ impl Parser {
             }
         }
         let mut values: Vec<String> = Vec::new();
-        let mut insert = |values: &mut Vec<String>, v: String| {
+        let insert = |values: &mut Vec<String>, v: String| {
             if !values.contains(&v) {
                 values.push(v);
             }
