@@ -238,7 +238,7 @@ async fn battery(up: &str) {
         format!("{nsp}?resourceVersion=0&labelSelector=a%2C"),
         format!("{nsp}?resourceVersion=0&labelSelector=k%3D-v"),
         format!("{nsp}?resourceVersion=0&labelSelector=a%2Fb%2Fc"),
-        format!("/api/v1/pods?resourceVersion=0&fieldSelector=spec.bogus%3Dx"),
+        "/api/v1/pods?resourceVersion=0&fieldSelector=spec.bogus%3Dx".to_string(),
     ] {
         same_bytes(up, kc, &path).await;
     }

@@ -1,0 +1,75 @@
+//! The real kubectl (KUBECTL, installed by .ci/run into a venv) through
+//! kubecache prints what it prints against the upstream itself.
+
+#![cfg(feature = "real-apiserver")]
+
+mod common;
+
+use common::*;
+use std::process::Command;
+use std::time::Duration;
+
+fn kubectl(server: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    let bin = std::env::var("KUBECTL").expect("KUBECTL=path/to/kubectl (see .ci/run)");
+    let mut cmd = Command::new(bin);
+    cmd.args(["--server", server, "--request-timeout=30s"]).args(args);
+    // kubectl must not pick up any kubeconfig of the machine.
+    cmd.env("KUBECONFIG", "/dev/null");
+    let out = if let Some(input) = stdin {
+        use std::io::Write;
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    } else {
+        cmd.output().unwrap()
+    };
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_sees_the_same_cluster_through_kubecache() {
+    let up = std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)");
+    let p = start_proxy(&up).await;
+    wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+    let kc = p.url.clone();
+    tokio::time::timeout(Duration::from_secs(120), tokio::task::spawn_blocking(move || {
+        let ns = format!("kubectl-{}", std::process::id() % 100000);
+        let (ok, _, err) = kubectl(&kc, &["create", "namespace", &ns], None);
+        assert!(ok, "{err}");
+        for i in 0..5 {
+            let cm = format!("{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"k{i}\",\"namespace\":\"{ns}\",\"labels\":{{\"n\":\"{i}\"}}}},\"data\":{{\"a\":\"b\"}}}}");
+            let (ok, _, err) = kubectl(&kc, &["create", "-f", "-"], Some(&cm));
+            assert!(ok, "{err}");
+        }
+        for args in [
+            vec!["get", "configmaps", "-A", "-o", "json"],
+            vec!["get", "configmaps", "-n", &ns, "-o", "json", "--chunk-size=2"],
+            vec!["get", "configmaps", "-n", &ns, "-l", "n in (1,3)", "-o", "json"],
+            vec!["get", "configmap", "k2", "-n", &ns, "-o", "json"],
+            vec!["get", "namespaces", "-o", "name"],
+            vec!["get", "configmaps", "-n", &ns, "--field-selector", "metadata.name=k4", "-o", "name"],
+        ] {
+            let (ok_a, a, err_a) = kubectl(&up, &args, None);
+            let (ok_b, b, err_b) = kubectl(&kc, &args, None);
+            assert!(ok_a && ok_b, "{args:?}: {err_a} / {err_b}");
+            assert_eq!(a, b, "{args:?}");
+            assert!(!b.is_empty());
+        }
+        let (ok, _, err) = kubectl(&kc, &["delete", "configmap", "k0", "-n", &ns], None);
+        assert!(ok, "{err}");
+        let (_, _, err) = kubectl(&kc, &["get", "configmap", "k0", "-n", &ns], None);
+        assert!(err.contains("NotFound") || err.contains("not found"), "{err}");
+    }))
+    .await
+    .expect("timed out")
+    .unwrap();
+}
