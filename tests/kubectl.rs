@@ -12,7 +12,8 @@ use std::time::Duration;
 fn kubectl(server: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
     let bin = std::env::var("KUBECTL").expect("KUBECTL=path/to/kubectl (see .ci/run)");
     let mut cmd = Command::new(bin);
-    cmd.args(["--server", server, "--request-timeout=30s"]).args(args);
+    cmd.args(["--server", server, "--request-timeout=30s"])
+        .args(args);
     // kubectl must not pick up any kubeconfig of the machine.
     cmd.env("KUBECONFIG", "/dev/null");
     let out = if let Some(input) = stdin {
@@ -23,7 +24,12 @@ fn kubectl(server: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, S
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     } else {
         cmd.output().unwrap()
@@ -37,7 +43,8 @@ fn kubectl(server: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_sees_the_same_cluster_through_kubecache() {
-    let up = std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)");
+    let up =
+        std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)");
     let p = start_proxy(&up).await;
     wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
     let kc = p.url.clone();

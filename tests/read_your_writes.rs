@@ -14,7 +14,12 @@ use std::time::Duration;
 async fn trials(up: &str, n: usize) {
     let p = start_proxy(up).await;
     let ns = format!("ryw-{}", std::process::id() % 100000);
-    let r = send(Method::POST, &format!("{up}/api/v1/namespaces"), Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))).await;
+    let r = send(
+        Method::POST,
+        &format!("{up}/api/v1/namespaces"),
+        Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})),
+    )
+    .await;
     assert!(r.status == 201 || r.status == 409, "{}", r.text());
     wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
     // Background churn on the same type, straight to the upstream.
@@ -32,10 +37,23 @@ async fn trials(up: &str, n: usize) {
     let mut stale = 0;
     for i in 0..n {
         let name = format!("w{i}");
-        let c = send(Method::POST, &format!("{}/api/v1/namespaces/{ns}/configmaps", p.url), Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}))).await;
+        let c = send(
+            Method::POST,
+            &format!("{}/api/v1/namespaces/{ns}/configmaps", p.url),
+            Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})),
+        )
+        .await;
         assert_eq!(c.status, 201, "{}", c.text());
-        let got = get(&format!("{}/api/v1/namespaces/{ns}/configmaps/{name}", p.url)).await;
-        let listed = get(&format!("{}/api/v1/namespaces/{ns}/configmaps?fieldSelector=metadata.name%3D{name}", p.url)).await;
+        let got = get(&format!(
+            "{}/api/v1/namespaces/{ns}/configmaps/{name}",
+            p.url
+        ))
+        .await;
+        let listed = get(&format!(
+            "{}/api/v1/namespaces/{ns}/configmaps?fieldSelector=metadata.name%3D{name}",
+            p.url
+        ))
+        .await;
         if got.status != 200 || listed.json()["items"].as_array().map_or(0, Vec::len) != 1 {
             stale += 1;
         }
@@ -48,12 +66,17 @@ async fn trials(up: &str, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_see_every_prior_write_on_the_simulator() {
     let sim = SimBuilder::new().start().await;
-    tokio::time::timeout(Duration::from_secs(240), trials(&sim.url, 1000)).await.expect("timed out");
+    tokio::time::timeout(Duration::from_secs(240), trials(&sim.url, 1000))
+        .await
+        .expect("timed out");
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_see_every_prior_write_on_the_real_apiserver() {
-    let up = std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)");
-    tokio::time::timeout(Duration::from_secs(400), trials(&up, 1000)).await.expect("timed out");
+    let up =
+        std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)");
+    tokio::time::timeout(Duration::from_secs(400), trials(&up, 1000))
+        .await
+        .expect("timed out");
 }
