@@ -22,13 +22,7 @@ pub struct TypeCache {
 
 impl TypeCache {
     pub fn new(rt: ResourceType, limits: HistoryLimits) -> Self {
-        let codec = TypeCodec::new(
-            &rt.gvr.group,
-            &rt.gvr.api_version(),
-            &rt.kind,
-            rt.namespaced,
-            ListStyle::Typed,
-        );
+        let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
         TypeCache {
             rt,
             store: Store::new(limits),

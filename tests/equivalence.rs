@@ -92,13 +92,7 @@ async fn battery(up: &str) {
     let p = start_proxy(up).await;
     let kc = p.url.as_str();
     let ns = format!("eq-{}", std::process::id() % 100000);
-    let r = send(
-        Method::POST,
-        &format!("{up}/api/v1/namespaces"),
-        Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})),
-    )
-    .await;
-    assert!(r.status == 201 || r.status == 409, "{}", r.text());
+    ensure_namespace(up, &ns).await;
     let mut last = 0;
     for i in 0..7 {
         last = create(up, &ns, &format!("cm{i}"), i).await;

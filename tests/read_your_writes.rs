@@ -14,13 +14,7 @@ use std::time::Duration;
 async fn trials(up: &str, n: usize) {
     let p = start_proxy(up).await;
     let ns = format!("ryw-{}", std::process::id() % 100000);
-    let r = send(
-        Method::POST,
-        &format!("{up}/api/v1/namespaces"),
-        Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})),
-    )
-    .await;
-    assert!(r.status == 201 || r.status == 409, "{}", r.text());
+    ensure_namespace(up, &ns).await;
     wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
     // Background churn on the same type, straight to the upstream.
     let stop = Arc::new(AtomicBool::new(false));

@@ -13,6 +13,21 @@ pub struct ListMeta {
     pub remaining_item_count: Option<i64>,
 }
 
+impl ListMeta {
+    /// The metadata of one page read at `rv`: a continue token after its
+    /// last key when more follow.
+    pub fn of_page(rv: u64, page: &crate::store::page::Page) -> Self {
+        ListMeta {
+            resource_version: rv,
+            continue_token: page
+                .continue_after
+                .as_ref()
+                .map(|k| crate::request::ContinueToken::after(rv as i64, k).encode()),
+            remaining_item_count: page.remaining,
+        }
+    }
+}
+
 fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }

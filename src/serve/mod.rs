@@ -10,7 +10,6 @@ use crate::cache::Cache;
 use crate::metrics::{self, ServedBy};
 use crate::status::Status;
 use crate::upstream::{full_body, Body};
-use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -30,8 +29,9 @@ pub struct ServeState {
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
 }
 
-fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
-    let mut r = Response::new(full_body(body));
+/// A JSON answer with the headers the apiserver sends with one.
+pub fn json_response(status: StatusCode, body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
     *r.status_mut() = status;
     let h = r.headers_mut();
     h.insert(
@@ -48,7 +48,7 @@ fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
 pub fn status_response(s: &Status) -> Response<Body> {
     let mut r = json_response(
         StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        s.to_bytes(),
+        full_body(s.to_bytes()),
     );
     if let Some(secs) = s.retry_after {
         r.headers_mut()
@@ -82,7 +82,7 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
             match read::execute(&tc, read).await {
                 read::Outcome::Body(b) => {
                     metrics::request(verb, &resource, 200, ServedBy::Cache);
-                    json_response(StatusCode::OK, b)
+                    json_response(StatusCode::OK, full_body(b))
                 }
                 read::Outcome::Error(s) => {
                     metrics::request(verb, &resource, s.code, ServedBy::Cache);

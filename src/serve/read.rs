@@ -80,13 +80,7 @@ pub async fn execute(tc: &TypeCache, read: Read) -> Outcome {
                 fields: &fields,
             };
             let page = read_page(&snap.items, &req);
-            let meta = ListMeta {
-                resource_version: snap.rv,
-                continue_token: page
-                    .continue_after
-                    .map(|k| ContinueToken::after(snap.rv as i64, &k).encode()),
-                remaining_item_count: page.remaining,
-            };
+            let meta = ListMeta::of_page(snap.rv, &page);
             Outcome::Body(json::list(&codec, &meta, &page.items))
         }
     }

@@ -9,13 +9,13 @@ use crate::request::options::ModeError;
 use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::serve::read::FRESHNESS_WAIT;
-use crate::serve::status_response;
+use crate::serve::{json_response, status_response};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
 use crate::store::{Entry, EventType, Snapshot};
 use crate::upstream::{channel_body, full_body, Body};
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use rand::Rng;
@@ -25,17 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn respond(code: StatusCode, body: Bytes) -> Response<Body> {
-    let mut r = Response::new(full_body(body));
-    *r.status_mut() = code;
-    r.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, private"),
-    );
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
+    json_response(code, full_body(body))
 }
 
 fn value(code: StatusCode, v: Value) -> Response<Body> {
@@ -354,13 +344,7 @@ async fn list(sim: &Sim, t: &SimType, ns: Option<&str>, opts: &ListOptions) -> R
             fields: &sel.fields,
         },
     );
-    let meta = ListMeta {
-        resource_version: snap.rv,
-        continue_token: page
-            .continue_after
-            .map(|k| ContinueToken::after(snap.rv as i64, &k).encode()),
-        remaining_item_count: page.remaining,
-    };
+    let meta = ListMeta::of_page(snap.rv, &page);
     respond(StatusCode::OK, json::list(&t.codec, &meta, &page.items))
 }
 
@@ -493,14 +477,5 @@ fn event_line(
 }
 
 fn watch_response(body: Body) -> Response<Body> {
-    let mut r = Response::new(body);
-    r.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, private"),
-    );
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
+    json_response(StatusCode::OK, body)
 }

@@ -140,13 +140,7 @@ impl Sim {
         let types = builtin_types()
             .into_iter()
             .map(|rt| {
-                let codec = TypeCodec::new(
-                    &rt.gvr.group,
-                    &rt.gvr.api_version(),
-                    &rt.kind,
-                    rt.namespaced,
-                    ListStyle::Typed,
-                );
+                let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
                 (
                     rt.gvr.clone(),
                     Arc::new(SimType {

@@ -151,6 +151,17 @@ impl TypeCodec {
         }
     }
 
+    /// The codec of a discovered type, before its list style is known.
+    pub fn for_type(rt: &crate::resource::ResourceType, style: ListStyle) -> Self {
+        TypeCodec::new(
+            &rt.gvr.group,
+            &rt.gvr.api_version(),
+            &rt.kind,
+            rt.namespaced,
+            style,
+        )
+    }
+
     pub fn with_style(&self, style: ListStyle) -> Self {
         let mut c = self.clone();
         c.style = style;

@@ -186,3 +186,16 @@ pub fn item_set(body: &serde_json::Value) -> (String, Vec<String>) {
     items.sort();
     (rv, items)
 }
+
+/// Creates a namespace directly upstream (fine if it exists).
+pub async fn ensure_namespace(up: &str, ns: &str) {
+    let r = send(
+        Method::POST,
+        &format!("{up}/api/v1/namespaces"),
+        Some(
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        ),
+    )
+    .await;
+    assert!(r.status == 201 || r.status == 409, "{}", r.text());
+}
