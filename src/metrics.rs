@@ -80,7 +80,8 @@ pub fn reflector_error(resource: &str, e: &ReflectorError) {
         ReflectorError::List(_)
         | ReflectorError::ListDecode(_)
         | ReflectorError::ListShape
-        | ReflectorError::ListExpired => "list",
+        | ReflectorError::ListExpired
+        | ReflectorError::ListStalled => "list",
         ReflectorError::Watch(_) | ReflectorError::WatchDecode(_) | ReflectorError::Apply(_) => {
             "watch"
         }

@@ -39,6 +39,8 @@ pub enum ReflectorError {
     ListShape,
     #[error("list: continue token expired")]
     ListExpired,
+    #[error("list: no answer within {LIST_PAGE_TIMEOUT:?}")]
+    ListStalled,
     #[error("watch: {0}")]
     Watch(UpstreamError),
     #[error("watch: resource version {0} is too old")]
@@ -48,6 +50,8 @@ pub enum ReflectorError {
     #[error("watch: {0}")]
     Apply(#[from] crate::store::StoreError),
 }
+
+const LIST_PAGE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// client-go's reflector backoff: 800 ms doubling to 30 s, full jitter.
 pub struct Backoff {
@@ -158,7 +162,11 @@ async fn list(up: &Upstream, tc: &TypeCache, consistent: bool) -> Result<Phase, 
             None if consistent => format!("{base}?limit=500"),
             None => format!("{base}?limit=500&resourceVersion=0"),
         };
-        let body = match up.get_bytes(&query).await {
+        // A stalled upstream must not hold the reflector forever.
+        let page = tokio::time::timeout(LIST_PAGE_TIMEOUT, up.get_bytes(&query))
+            .await
+            .map_err(|_| ReflectorError::ListStalled)?;
+        let body = match page {
             Err(UpstreamError::Status { status, .. }) if status == 410 => {
                 return Err(ReflectorError::ListExpired)
             }
@@ -221,8 +229,14 @@ async fn watch(
     let mut buf = BytesMut::new();
     let mut last = rv;
     let started = Instant::now();
+    // Past the server's own deadline, silence means a dead connection.
+    let idle = Duration::from_secs(timeout + 30);
     loop {
-        let frame = match body.frame().await {
+        let Ok(next) = tokio::time::timeout(idle, body.frame()).await else {
+            tracing::debug!("watch stream went silent");
+            break;
+        };
+        let frame = match next {
             None => break,
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "watch stream broke");
