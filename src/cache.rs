@@ -16,7 +16,8 @@ use tokio::sync::watch;
 pub struct TypeCache {
     pub rt: ResourceType,
     pub store: Store,
-    codec: RwLock<TypeCodec>,
+    /// Shared, not cloned, per request; replaced whole when a list teaches the style.
+    codec: RwLock<Arc<TypeCodec>>,
     synced: watch::Sender<bool>,
 }
 
@@ -26,17 +27,17 @@ impl TypeCache {
         TypeCache {
             rt,
             store: Store::new(limits),
-            codec: RwLock::new(codec),
+            codec: RwLock::new(Arc::new(codec)),
             synced: watch::channel(false).0,
         }
     }
 
-    pub fn codec(&self) -> TypeCodec {
+    pub fn codec(&self) -> Arc<TypeCodec> {
         self.codec.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn set_codec(&self, c: TypeCodec) {
-        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = c;
+        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(c);
     }
 
     /// The readiness latch: once synced, a type stays servable; relists swap

@@ -154,7 +154,7 @@ async fn list(up: &Upstream, tc: &TypeCache, consistent: bool) -> Result<Phase, 
     let base = tc.rt.gvr.path(None);
     let mut entries = Vec::new();
     let mut token: Option<String> = None;
-    let mut codec = tc.codec();
+    let mut codec = (*tc.codec()).clone();
     let mut rv;
     loop {
         let query = match &token {

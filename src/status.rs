@@ -81,14 +81,8 @@ impl Status {
     /// 404, like `apierrors.NewNotFound(resource, name)`.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
         let qualified = qualified_resource(group, resource);
-        Status::new(404, "NotFound", format!("{qualified} \"{name}\" not found")).with_details(
-            Details {
-                name: name.to_string(),
-                group: group.to_string(),
-                kind: resource.to_string(),
-                ..Default::default()
-            },
-        )
+        Status::new(404, "NotFound", format!("{qualified} \"{name}\" not found"))
+            .with_details(object_details(group, resource, name))
     }
 
     /// 409, like `apierrors.NewAlreadyExists`.
@@ -99,24 +93,14 @@ impl Status {
             "AlreadyExists",
             format!("{qualified} \"{name}\" already exists"),
         )
-        .with_details(Details {
-            name: name.to_string(),
-            group: group.to_string(),
-            kind: resource.to_string(),
-            ..Default::default()
-        })
+        .with_details(object_details(group, resource, name))
     }
 
     /// 409, like `apierrors.NewConflict` for a stale resourceVersion.
     pub fn conflict(group: &str, resource: &str, name: &str) -> Self {
         let qualified = qualified_resource(group, resource);
         Status::new(409, "Conflict", format!("Operation cannot be fulfilled on {qualified} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"))
-            .with_details(Details {
-                name: name.to_string(),
-                group: group.to_string(),
-                kind: resource.to_string(),
-                ..Default::default()
-            })
+            .with_details(object_details(group, resource, name))
     }
 
     /// 410, like `apierrors.NewResourceExpired`.
@@ -209,6 +193,16 @@ impl Status {
         let mut v = serde_json::to_vec(self).expect("Status always serializes");
         v.push(b'\n');
         Bytes::from(v)
+    }
+}
+
+/// The details of an error about one named object of a resource.
+fn object_details(group: &str, resource: &str, name: &str) -> Details {
+    Details {
+        name: name.to_string(),
+        group: group.to_string(),
+        kind: resource.to_string(),
+        ..Default::default()
     }
 }
 

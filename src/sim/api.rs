@@ -107,7 +107,7 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
     });
     match (req.method().clone(), rp.name.clone()) {
         (Method::GET, _) if opts.watch || rp.legacy_watch => {
-            watch(&sim, &t, ns.as_deref(), rp.name.as_deref(), &opts)
+            watch(&t, ns.as_deref(), rp.name.as_deref(), &opts)
         }
         (Method::GET, Some(name)) => {
             get(&t, key.as_deref().unwrap_or_default(), &name, &opts).await
@@ -356,7 +356,6 @@ fn selected(sel: &Selection, ns: Option<&str>, name: Option<&str>, e: &Entry) ->
 }
 
 fn watch(
-    sim: &Arc<Sim>,
     t: &Arc<SimType>,
     ns: Option<&str>,
     name: Option<&str>,
@@ -376,7 +375,6 @@ fn watch(
     let ns = ns.map(str::to_string);
     let name = name.map(str::to_string);
     let bookmarks = opts.allow_watch_bookmarks;
-    let _sim = sim.clone();
     let start: Result<
         (
             Vec<Bytes>,
@@ -410,7 +408,9 @@ fn watch(
                         "too old resource version: {n} ({})",
                         t.store.oldest()
                     ));
-                    let line = json::watch_event("ERROR", &s.to_bytes()[..s.to_bytes().len() - 1]);
+                    let body = s.to_bytes();
+                    // The Status without its trailing newline is the event's object.
+                    let line = json::watch_event("ERROR", &body[..body.len() - 1]);
                     let (tx, body) = channel_body(1);
                     let _ = tx.try_send(line);
                     return watch_response(body);
