@@ -2,7 +2,7 @@
 //! readiness latch) per resource type, started on first use or eagerly, and
 //! the discovery they are built from.
 
-use crate::reflector;
+use crate::reflector::{self, ReflectorConfig, ReflectorStats};
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::{HistoryLimits, ListStyle, Store, TypeCodec};
 use crate::upstream::discovery::Discovery;
@@ -19,6 +19,7 @@ pub struct TypeCache {
     /// Shared, not cloned, per request; replaced whole when a list teaches the style.
     codec: RwLock<Arc<TypeCodec>>,
     synced: watch::Sender<bool>,
+    pub stats: ReflectorStats,
 }
 
 impl TypeCache {
@@ -29,6 +30,7 @@ impl TypeCache {
             store: Store::new(limits),
             codec: RwLock::new(Arc::new(codec)),
             synced: watch::channel(false).0,
+            stats: ReflectorStats::default(),
         }
     }
 
@@ -67,13 +69,18 @@ pub struct Cache {
     refreshing: AtomicBool,
     types: DashMap<GroupVersionResource, Arc<TypeCache>>,
     limits: HistoryLimits,
+    reflector: ReflectorConfig,
 }
 
 /// Discovery is refreshed on a miss at most this often.
 const DISCOVERY_MIN_AGE: Duration = Duration::from_secs(10);
 
 impl Cache {
-    pub fn new(upstream: Arc<Upstream>, limits: HistoryLimits) -> Arc<Self> {
+    pub fn new(
+        upstream: Arc<Upstream>,
+        limits: HistoryLimits,
+        reflector: ReflectorConfig,
+    ) -> Arc<Self> {
         Arc::new(Cache {
             upstream,
             discovery: RwLock::new(Arc::new(Discovery::default())),
@@ -81,6 +88,7 @@ impl Cache {
             refreshing: AtomicBool::new(false),
             types: DashMap::new(),
             limits,
+            reflector,
         })
     }
 
@@ -133,7 +141,11 @@ impl Cache {
         let entry = self.types.entry(rt.gvr.clone()).or_insert_with(|| {
             let tc = Arc::new(TypeCache::new(rt.clone(), self.limits));
             tracing::info!(resource = %rt.gvr, "starting reflector");
-            tokio::spawn(reflector::run(self.upstream.clone(), tc.clone()));
+            tokio::spawn(reflector::run(
+                self.upstream.clone(),
+                tc.clone(),
+                self.reflector,
+            ));
             tc
         });
         entry.clone()

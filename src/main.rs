@@ -2,11 +2,13 @@ use clap::{Parser, Subcommand};
 use kubecache::cache::Cache;
 use kubecache::config::{FileConfig, ServeConfig};
 use kubecache::serve::{self, route::ConsistentReads, ServeState};
+use kubecache::sim::faults::FaultCommand;
 use kubecache::sim::{Sim, SimOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// EX_USAGE: bad flags or configuration.
 const EXIT_CONFIG: u8 = 64;
@@ -51,6 +53,19 @@ struct SimArgs {
     /// Random seed for generated objects.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Fault: answer the first N requests with 500.
+    #[arg(long, default_value_t = 0)]
+    fail_requests: u64,
+    /// Fault: delay every response.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Fault: end every open watch this often (seconds).
+    #[arg(long)]
+    drop_watches_every: Option<f64>,
+    /// Fault: compact history and drop watches this often (seconds), so
+    /// resuming clients get 410 Expired.
+    #[arg(long)]
+    expire_every: Option<f64>,
 }
 
 impl SimArgs {
@@ -61,6 +76,25 @@ impl SimArgs {
                 self.churn
             ));
         }
+        let every = |flag: &str, v: Option<f64>| match v {
+            None => Ok(None),
+            Some(s) if s > 0.0 && s.is_finite() => Ok(Some(Duration::from_secs_f64(s))),
+            Some(s) => Err(format!("--{flag} {s} must be a positive number of seconds")),
+        };
+        let mut faults = vec![];
+        if self.fail_requests > 0 {
+            faults.push(FaultCommand::Errors(self.fail_requests));
+        }
+        if self.latency_ms > 0 {
+            faults.push(FaultCommand::LatencyMs(self.latency_ms));
+        }
+        let mut schedule = vec![];
+        if let Some(d) = every("drop-watches-every", self.drop_watches_every)? {
+            schedule.push((d, FaultCommand::DropWatches));
+        }
+        if let Some(d) = every("expire-every", self.expire_every)? {
+            schedule.push((d, FaultCommand::Expire));
+        }
         Ok(SimOptions {
             namespaces: self.namespaces,
             pods: self.pods,
@@ -68,6 +102,8 @@ impl SimArgs {
             nodes: self.nodes,
             churn: self.churn,
             seed: self.seed,
+            faults,
+            fault_schedule: schedule,
             ..Default::default()
         })
     }
@@ -171,7 +207,7 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|e| format!("listening on {}: {e}", cfg.listen))?;
-    let cache = Cache::new(upstream, cfg.history);
+    let cache = Cache::new(upstream, cfg.history, Default::default());
     if let Err(e) = cache.refresh_discovery().await {
         tracing::warn!(error = %e, "initial discovery failed; requests are forwarded until it succeeds");
     }
@@ -206,6 +242,7 @@ async fn run_sim(opts: SimOptions, listen: std::net::SocketAddr) -> Result<(), S
         .map_err(|e| format!("listening on {listen}: {e}"))?;
     let sim = Sim::new(&opts);
     sim.start_churn(opts.churn);
+    sim.start_faults(&opts);
     tracing::info!(listen = %listener.local_addr().map_err(|e| e.to_string())?, pods = opts.pods, "simulated apiserver serving");
     kubecache::sim::run(sim, listener, shutdown_signal()).await;
     Ok(())

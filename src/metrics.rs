@@ -81,10 +81,11 @@ pub fn reflector_error(resource: &str, e: &ReflectorError) {
         | ReflectorError::ListDecode(_)
         | ReflectorError::ListShape
         | ReflectorError::ListExpired
-        | ReflectorError::ListStalled => "list",
-        ReflectorError::Watch(_) | ReflectorError::WatchDecode(_) | ReflectorError::Apply(_) => {
-            "watch"
-        }
+        | ReflectorError::ListStalled(_) => "list",
+        ReflectorError::Watch(_)
+        | ReflectorError::WatchStalled(_)
+        | ReflectorError::WatchDecode(_)
+        | ReflectorError::Apply(_) => "watch",
         ReflectorError::WatchExpired(_) => "expired",
     };
     counter!("kubecache_reflector_errors_total", "resource" => resource.to_string(), "phase" => phase)

@@ -12,6 +12,7 @@ use http_body_util::BodyExt;
 use rand::Rng;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,10 +40,12 @@ pub enum ReflectorError {
     ListShape,
     #[error("list: continue token expired")]
     ListExpired,
-    #[error("list: no answer within {LIST_PAGE_TIMEOUT:?}")]
-    ListStalled,
+    #[error("list: no answer within {0:?}")]
+    ListStalled(Duration),
     #[error("watch: {0}")]
     Watch(UpstreamError),
+    #[error("watch: no answer within {0:?}")]
+    WatchStalled(Duration),
     #[error("watch: resource version {0} is too old")]
     WatchExpired(u64),
     #[error("watch: undecodable event: {0}")]
@@ -51,7 +54,36 @@ pub enum ReflectorError {
     Apply(#[from] crate::store::StoreError),
 }
 
-const LIST_PAGE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the reflector waits on a silent upstream.
+#[derive(Debug, Clone, Copy)]
+pub struct ReflectorConfig {
+    /// A list page that has not arrived by then is abandoned.
+    pub list_page_timeout: Duration,
+    /// A watch with no event or bookmark for this long is presumed dead and
+    /// resumed. Apiservers send bookmarks about once a minute to types that
+    /// have seen an event, so a quiet type merely pays for a cheap re-watch.
+    pub watch_idle: Duration,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        ReflectorConfig {
+            list_page_timeout: Duration::from_secs(60),
+            watch_idle: Duration::from_secs(150),
+        }
+    }
+}
+
+/// What a reflector has done, for tests and diagnostics.
+#[derive(Debug, Default)]
+pub struct ReflectorStats {
+    /// Completed lists (the first sync and every relist).
+    pub lists: AtomicU64,
+    /// Watch requests made.
+    pub watches: AtomicU64,
+    /// Errors of any phase.
+    pub errors: AtomicU64,
+}
 
 /// client-go's reflector backoff: 800 ms doubling to 30 s, full jitter.
 pub struct Backoff {
@@ -107,15 +139,15 @@ struct BookmarkMeta {
     resource_version: String,
 }
 
-pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>) {
+pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>, cfg: ReflectorConfig) {
     let mut phase = Phase::Empty;
     let mut backoff = Backoff::new();
     let resource = tc.rt.gvr.to_string();
     loop {
         let next = match &phase {
             Phase::Empty => Ok(Phase::Listing { consistent: false }),
-            Phase::Listing { consistent } => list(&up, &tc, *consistent).await,
-            Phase::Watching { rv } => watch(&up, &tc, *rv, &mut backoff).await,
+            Phase::Listing { consistent } => list(&up, &tc, &cfg, *consistent).await,
+            Phase::Watching { rv } => watch(&up, &tc, &cfg, *rv, &mut backoff).await,
         };
         match next {
             Ok(p) => {
@@ -126,12 +158,13 @@ pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>) {
             }
             Err(e) => {
                 metrics::reflector_error(&resource, &e);
+                tc.stats.errors.fetch_add(1, Ordering::Relaxed);
                 let relist = match &e {
                     ReflectorError::WatchExpired(_) | ReflectorError::ListExpired => {
                         Phase::Listing { consistent: true }
                     }
                     // A failed watch connection resumes where it was.
-                    ReflectorError::Watch(_) => phase.clone(),
+                    ReflectorError::Watch(_) | ReflectorError::WatchStalled(_) => phase.clone(),
                     _ => Phase::Listing {
                         consistent: matches!(phase, Phase::Watching { .. }),
                     },
@@ -150,7 +183,12 @@ pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>) {
     }
 }
 
-async fn list(up: &Upstream, tc: &TypeCache, consistent: bool) -> Result<Phase, ReflectorError> {
+async fn list(
+    up: &Upstream,
+    tc: &TypeCache,
+    cfg: &ReflectorConfig,
+    consistent: bool,
+) -> Result<Phase, ReflectorError> {
     let base = tc.rt.gvr.path(None);
     let mut entries = Vec::new();
     let mut token: Option<String> = None;
@@ -163,9 +201,9 @@ async fn list(up: &Upstream, tc: &TypeCache, consistent: bool) -> Result<Phase, 
             None => format!("{base}?limit=500&resourceVersion=0"),
         };
         // A stalled upstream must not hold the reflector forever.
-        let page = tokio::time::timeout(LIST_PAGE_TIMEOUT, up.get_bytes(&query))
+        let page = tokio::time::timeout(cfg.list_page_timeout, up.get_bytes(&query))
             .await
-            .map_err(|_| ReflectorError::ListStalled)?;
+            .map_err(|_| ReflectorError::ListStalled(cfg.list_page_timeout))?;
         let body = match page {
             Err(UpstreamError::Status { status, .. }) if status == 410 => {
                 return Err(ReflectorError::ListExpired)
@@ -190,6 +228,7 @@ async fn list(up: &Upstream, tc: &TypeCache, consistent: bool) -> Result<Phase, 
     tc.set_codec(codec);
     // The list was built aside; readers see either the old or the new state.
     tc.store.replace(entries, rv);
+    tc.stats.lists.fetch_add(1, Ordering::Relaxed);
     tc.mark_synced();
     Ok(Phase::Watching { rv })
 }
@@ -197,6 +236,7 @@ async fn list(up: &Upstream, tc: &TypeCache, consistent: bool) -> Result<Phase, 
 async fn watch(
     up: &Upstream,
     tc: &TypeCache,
+    cfg: &ReflectorConfig,
     rv: u64,
     backoff: &mut Backoff,
 ) -> Result<Phase, ReflectorError> {
@@ -206,7 +246,11 @@ async fn watch(
         "{}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout}",
         tc.rt.gvr.path(None)
     );
-    let resp = up.get(&path).await.map_err(ReflectorError::Watch)?;
+    tc.stats.watches.fetch_add(1, Ordering::Relaxed);
+    let resp = tokio::time::timeout(cfg.watch_idle, up.get(&path))
+        .await
+        .map_err(|_| ReflectorError::WatchStalled(cfg.watch_idle))?
+        .map_err(ReflectorError::Watch)?;
     let status = resp.status();
     if status == 410 {
         return Err(ReflectorError::WatchExpired(rv));
@@ -229,8 +273,7 @@ async fn watch(
     let mut buf = BytesMut::new();
     let mut last = rv;
     let started = Instant::now();
-    // Past the server's own deadline, silence means a dead connection.
-    let idle = Duration::from_secs(timeout + 30);
+    let idle = cfg.watch_idle;
     loop {
         let Ok(next) = tokio::time::timeout(idle, body.frame()).await else {
             tracing::debug!("watch stream went silent");

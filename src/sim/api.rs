@@ -3,6 +3,7 @@
 //! per-type cache; RV unset, limits and Exact from "etcd" at the global
 //! revision), plus writes, watches, discovery and the fault controls.
 
+use super::faults::{FaultCommand, GARBAGE_LINE};
 use super::{Sim, SimType, WriteError};
 use crate::encode::json::{self, ListMeta};
 use crate::request::options::ModeError;
@@ -12,7 +13,7 @@ use crate::serve::read::FRESHNESS_WAIT;
 use crate::serve::{json_response, status_response};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
-use crate::store::{Entry, EventType, Snapshot};
+use crate::store::{Entry, Event, EventType, Snapshot};
 use crate::upstream::{channel_body, full_body, Body};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -20,9 +21,9 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use rand::Rng;
 use serde_json::{json, Value};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::broadcast::Receiver;
 
 fn respond(code: StatusCode, body: Bytes) -> Response<Body> {
     json_response(code, full_body(body))
@@ -35,21 +36,15 @@ fn value(code: StatusCode, v: Value) -> Response<Body> {
 }
 
 pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
-    let latency = sim.faults.latency_ms.load(Ordering::Relaxed);
-    if latency > 0 {
-        tokio::time::sleep(Duration::from_millis(latency)).await;
+    if let Some(latency) = sim.faults.latency() {
+        tokio::time::sleep(latency).await;
     }
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(str::to_string);
     if path == "/sim/faults" {
         return faults(&sim, query.as_deref());
     }
-    if sim
-        .faults
-        .errors
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-        .is_ok()
-    {
+    if sim.faults.take_error() {
         return status_response(&Status::internal("injected fault"));
     }
     match path.as_str() {
@@ -107,7 +102,7 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
     });
     match (req.method().clone(), rp.name.clone()) {
         (Method::GET, _) if opts.watch || rp.legacy_watch => {
-            watch(&t, ns.as_deref(), rp.name.as_deref(), &opts)
+            watch(&sim, &t, ns.as_deref(), rp.name.as_deref(), &opts)
         }
         (Method::GET, Some(name)) => {
             get(&t, key.as_deref().unwrap_or_default(), &name, &opts).await
@@ -136,19 +131,21 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
     }
 }
 
+/// `/sim/faults?key=value&…`: all commands are checked before any applies.
 fn faults(sim: &Sim, query: Option<&str>) -> Response<Body> {
-    for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        let n: u64 = v.parse().unwrap_or(0);
-        match k.as_ref() {
-            "errors" => sim.faults.errors.store(n, Ordering::Release),
-            "latencyMs" => sim.faults.latency_ms.store(n, Ordering::Release),
-            _ => {}
+    let commands: Result<Vec<FaultCommand>, String> =
+        url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+            .map(|(k, v)| FaultCommand::parse(&k, &v))
+            .collect();
+    match commands {
+        Ok(cs) => {
+            for c in &cs {
+                sim.fault(c);
+            }
+            value(StatusCode::OK, sim.faults.describe())
         }
+        Err(m) => status_response(&Status::bad_request(m)),
     }
-    value(
-        StatusCode::OK,
-        json!({"errors": sim.faults.errors.load(Ordering::Acquire), "latencyMs": sim.faults.latency_ms.load(Ordering::Acquire)}),
-    )
 }
 
 fn group_list(sim: &Sim) -> Value {
@@ -356,6 +353,7 @@ fn selected(sel: &Selection, ns: Option<&str>, name: Option<&str>, e: &Entry) ->
 }
 
 fn watch(
+    sim: &Arc<Sim>,
     t: &Arc<SimType>,
     ns: Option<&str>,
     name: Option<&str>,
@@ -370,23 +368,12 @@ fn watch(
         Some(s) if s > 0 => Duration::from_secs(s as u64),
         _ => Duration::from_secs(rand::thread_rng().gen_range(1800..3600)),
     };
-    let (tx, body) = channel_body(64);
-    let t = t.clone();
-    let ns = ns.map(str::to_string);
-    let name = name.map(str::to_string);
-    let bookmarks = opts.allow_watch_bookmarks;
-    let start: Result<
-        (
-            Vec<Bytes>,
-            tokio::sync::broadcast::Receiver<Arc<crate::store::Event>>,
-        ),
-        Status,
-    > = if rv.is_empty() || rv == "0" {
+    let start: Result<(Vec<Bytes>, Receiver<Arc<Event>>), Status> = if rv.is_empty() || rv == "0" {
         let (snap, rx) = t.store.snapshot_and_subscribe();
         let initial = snap
             .items
             .values()
-            .filter(|e| selected(&sel, ns.as_deref(), name.as_deref(), e))
+            .filter(|e| selected(&sel, ns, name, e))
             .map(|e| json::watch_event("ADDED", &t.codec.object_bytes(e)))
             .collect();
         Ok((initial, rx))
@@ -399,7 +386,7 @@ fn watch(
                 Some((past, rx)) => {
                     let lines = past
                         .iter()
-                        .filter_map(|ev| event_line(&t, &sel, ns.as_deref(), name.as_deref(), ev))
+                        .filter_map(|ev| event_line(t, &sel, ns, name, ev))
                         .collect();
                     Ok((lines, rx))
                 }
@@ -418,41 +405,104 @@ fn watch(
             },
         }
     };
-    let (initial, mut rx) = match start {
+    let (initial, rx) = match start {
         Ok(s) => s,
         Err(s) => return status_response(&s),
     };
-    tokio::spawn(async move {
-        for line in initial {
-            if tx.send(line).await.is_err() {
-                return;
-            }
-        }
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
-        let mut bookmark = tokio::time::interval(Duration::from_secs(60));
-        bookmark.tick().await;
+    let (tx, body) = channel_body(64);
+    let stream = WatchStream {
+        sim: sim.clone(),
+        t: t.clone(),
+        sel,
+        ns: ns.map(str::to_string),
+        name: name.map(str::to_string),
+        bookmarks: opts.allow_watch_bookmarks,
+        deadline: tokio::time::Instant::now() + timeout,
+    };
+    tokio::spawn(stream.run(initial, rx, tx));
+    watch_response(body)
+}
+
+/// One open watch: its selection, deadline and the fault switches it obeys.
+struct WatchStream {
+    sim: Arc<Sim>,
+    t: Arc<SimType>,
+    sel: Selection,
+    ns: Option<String>,
+    name: Option<String>,
+    bookmarks: bool,
+    deadline: tokio::time::Instant,
+}
+
+impl WatchStream {
+    /// The cacher's schedule: about once a minute, and 2 s before the
+    /// deadline so a client resumes from as late as possible.
+    fn next_bookmark(&self) -> Option<tokio::time::Instant> {
+        let now = tokio::time::Instant::now();
+        let before_deadline = self.deadline.checked_sub(Duration::from_secs(2))?;
+        let at = (now + BOOKMARK_EVERY).min(before_deadline);
+        (self.bookmarks && at > now).then_some(at)
+    }
+
+    async fn run(
+        self,
+        initial: Vec<Bytes>,
+        mut rx: Receiver<Arc<Event>>,
+        tx: tokio::sync::mpsc::Sender<Bytes>,
+    ) {
+        let mut drops = self.sim.faults.drops();
+        let mut stall = self.sim.faults.stall();
+        let mut pending: std::collections::VecDeque<Bytes> = initial.into();
+        let mut bookmark_at = self.next_bookmark();
         loop {
-            tokio::select! {
-                _ = &mut deadline => return,
-                _ = bookmark.tick(), if bookmarks => {
-                    let obj = json::bookmark_object(&t.codec, t.store.rv());
-                    if tx.send(json::watch_event("BOOKMARK", &obj)).await.is_err() { return; }
-                }
-                ev = rx.recv() => match ev {
-                    Ok(ev) => {
-                        if let Some(line) = event_line(&t, &sel, ns.as_deref(), name.as_deref(), &ev) {
-                            if tx.send(line).await.is_err() { return; }
-                        }
+            let stalled = *stall.borrow_and_update();
+            if !stalled {
+                while let Some(line) = pending.pop_front() {
+                    let line = if self.sim.faults.take_garbage() {
+                        Bytes::from_static(GARBAGE_LINE)
+                    } else {
+                        line
+                    };
+                    if tx.send(line).await.is_err() {
+                        return;
                     }
+                }
+            }
+            let bookmark = async {
+                match bookmark_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(self.deadline) => return,
+                _ = drops.changed() => return,
+                _ = stall.changed() => {}
+                _ = bookmark, if !stalled => {
+                    bookmark_at = self.next_bookmark();
+                    // Like the cacher, no bookmark for a type that has seen no event.
+                    if self.t.store.rv() > 1 {
+                        let obj = json::bookmark_object(&self.t.codec, self.t.store.rv());
+                        pending.push_back(json::watch_event("BOOKMARK", &obj));
+                    }
+                }
+                ev = rx.recv(), if !stalled => match ev {
+                    Ok(ev) => pending.extend(event_line(
+                        &self.t,
+                        &self.sel,
+                        self.ns.as_deref(),
+                        self.name.as_deref(),
+                        &ev,
+                    )),
                     // Lagged or closed: end the stream; the client re-watches.
                     Err(_) => return,
                 },
             }
         }
-    });
-    watch_response(body)
+    }
 }
+
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 
 /// An event as a filtered watch sees it: leaving the selection is a
 /// DELETED, entering it an ADDED, like the apiserver's cache watcher.
@@ -461,7 +511,7 @@ fn event_line(
     sel: &Selection,
     ns: Option<&str>,
     name: Option<&str>,
-    ev: &crate::store::Event,
+    ev: &Event,
 ) -> Option<Bytes> {
     let now = selected(sel, ns, name, &ev.entry);
     let before = ev.prev.as_ref().is_some_and(|p| selected(sel, ns, name, p));

@@ -5,10 +5,12 @@
 //! generator. Where it and a real apiserver disagree, the real one is right.
 
 pub mod api;
+pub mod faults;
 pub mod generate;
 
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::{Entry, EventType, HistoryLimits, ListStyle, Store, TypeCodec};
+use faults::{FaultCommand, Faults};
 use generate::Generator;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -33,6 +35,10 @@ pub struct SimOptions {
     pub churn: f64,
     pub history: HistoryLimits,
     pub seed: u64,
+    /// Faults switched on from the start.
+    pub faults: Vec<FaultCommand>,
+    /// Faults repeated at an interval.
+    pub fault_schedule: Vec<(Duration, FaultCommand)>,
 }
 
 impl Default for SimOptions {
@@ -45,17 +51,10 @@ impl Default for SimOptions {
             churn: 0.0,
             history: HistoryLimits::default(),
             seed: 42,
+            faults: vec![],
+            fault_schedule: vec![],
         }
     }
-}
-
-/// Faults the control endpoint can switch on.
-#[derive(Debug, Default)]
-pub struct Faults {
-    /// Answer this many next reads with 500.
-    pub errors: AtomicU64,
-    /// Delay every response by this many milliseconds.
-    pub latency_ms: AtomicU64,
 }
 
 pub struct Sim {
@@ -163,6 +162,24 @@ impl Sim {
         }
         sim.populate(opts);
         sim
+    }
+
+    /// Switches a fault on or off. Expiring compacts every type's history,
+    /// as etcd compaction plus a watch cache restart would, then drops the
+    /// open watches so their clients must resume from a now-too-old rv.
+    pub fn fault(&self, c: &FaultCommand) {
+        if *c == FaultCommand::Expire {
+            let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+            // Compacting at a revision past every type's last event, as a
+            // busy etcd would (other keys keep it moving), so that even a
+            // client that had seen everything must relist.
+            let rev = self.revision.fetch_add(1, Ordering::AcqRel) + 1;
+            for t in self.types.values() {
+                t.store.advance(rev);
+                t.store.compact();
+            }
+        }
+        self.faults.apply(c);
     }
 
     pub fn revision(&self) -> u64 {
@@ -366,6 +383,25 @@ impl Sim {
             *cs = Value::from(cs.as_u64().unwrap_or(0) + (step % 2));
         }
         let _ = self.update(&t, obj);
+    }
+
+    /// Applies the start-up faults and runs the scheduled ones.
+    pub fn start_faults(self: &Arc<Self>, opts: &SimOptions) {
+        for c in &opts.faults {
+            self.fault(c);
+        }
+        for (every, c) in opts.fault_schedule.iter().cloned() {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    tracing::info!(fault = ?c, "injecting");
+                    me.fault(&c);
+                }
+            });
+        }
     }
 
     pub fn start_churn(self: &Arc<Self>, per_sec: f64) {

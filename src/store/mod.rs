@@ -192,6 +192,15 @@ impl Store {
         }
     }
 
+    /// Forgets all history: only the current state can be read or watched
+    /// from, as after a compaction at the current revision.
+    pub fn compact(&self) {
+        let mut s = self.write();
+        s.oldest = s.rv;
+        s.history.clear();
+        s.recent.clear();
+    }
+
     fn trim(&self, s: &mut State) {
         let now = Instant::now();
         while let Some(front) = s.history.front() {
@@ -395,6 +404,22 @@ mod tests {
         assert_eq!(keys(&store.current()), vec!["c@7"]);
         assert!(store.snapshot_at(3).is_none());
         assert_eq!(store.rv(), 9);
+    }
+
+    #[test]
+    fn compaction_keeps_the_state_and_only_the_current_version_servable() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 2);
+        store.apply(EventType::Added, entry("b", 3)).unwrap();
+        store.advance(5);
+        store.compact();
+        assert_eq!(keys(&store.current()), vec!["a@1", "b@3"]);
+        assert_eq!(store.oldest(), 5);
+        assert!(store.snapshot_at(3).is_none());
+        assert!(store.events_since(4).is_none());
+        assert!(store
+            .events_since(5)
+            .is_some_and(|(past, _)| past.is_empty()));
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use kubecache::cache::Cache;
+use kubecache::reflector::ReflectorConfig;
 use kubecache::serve::{route::ConsistentReads, ServeState};
 use kubecache::sim::{Sim, SimOptions};
 use kubecache::store::HistoryLimits;
@@ -65,16 +66,51 @@ pub struct Proxy {
 }
 
 pub async fn start_proxy(upstream: &str) -> Proxy {
-    start_proxy_with(upstream, ConsistentReads::Forward).await
+    ProxyBuilder::new(upstream).start().await
 }
 
 pub async fn start_proxy_with(upstream: &str, consistent: ConsistentReads) -> Proxy {
+    ProxyBuilder::new(upstream)
+        .consistent(consistent)
+        .start()
+        .await
+}
+
+pub struct ProxyBuilder {
+    upstream: String,
+    consistent: ConsistentReads,
+    reflector: ReflectorConfig,
+}
+
+impl ProxyBuilder {
+    pub fn new(upstream: &str) -> Self {
+        ProxyBuilder {
+            upstream: upstream.into(),
+            consistent: ConsistentReads::Forward,
+            reflector: ReflectorConfig::default(),
+        }
+    }
+    pub fn consistent(mut self, c: ConsistentReads) -> Self {
+        self.consistent = c;
+        self
+    }
+    /// How soon the reflector gives up on a silent watch.
+    pub fn watch_idle(mut self, d: Duration) -> Self {
+        self.reflector.watch_idle = d;
+        self
+    }
+    pub async fn start(self) -> Proxy {
+        proxy(&self.upstream, self.consistent, self.reflector).await
+    }
+}
+
+async fn proxy(upstream: &str, consistent: ConsistentReads, reflector: ReflectorConfig) -> Proxy {
     let up = Upstream::new(&UpstreamConfig {
         url: upstream.into(),
         ..Default::default()
     })
     .unwrap();
-    let cache = Cache::new(up, HistoryLimits::default());
+    let cache = Cache::new(up, HistoryLimits::default(), reflector);
     cache.refresh_discovery().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -198,4 +234,91 @@ pub async fn ensure_namespace(up: &str, ns: &str) {
     )
     .await;
     assert!(r.status == 201 || r.status == 409, "{}", r.text());
+}
+
+/// A watch stream read line by line.
+pub struct WatchStream {
+    body: hyper::body::Incoming,
+    buf: Vec<u8>,
+}
+
+pub enum WatchLine {
+    Event(serde_json::Value),
+    /// The server ended the stream.
+    End,
+    /// Nothing arrived in time.
+    Silent,
+}
+
+impl WatchStream {
+    pub async fn open(url: &str) -> WatchStream {
+        let req = Request::get(url)
+            .header("user-agent", "kubecache-tests")
+            .header("accept", "application/json")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let resp = tokio::time::timeout(Duration::from_secs(30), client().request(req))
+            .await
+            .expect("watch request timed out")
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(resp.status(), 200, "{url}");
+        WatchStream {
+            body: resp.into_body(),
+            buf: vec![],
+        }
+    }
+
+    pub async fn next(&mut self, wait: Duration) -> WatchLine {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=nl).collect();
+                return WatchLine::Event(serde_json::from_slice(&line).unwrap_or_else(|e| {
+                    serde_json::json!({"undecodable": e.to_string(), "line": String::from_utf8_lossy(&line)})
+                }));
+            }
+            match tokio::time::timeout_at(deadline, self.body.frame()).await {
+                Err(_) => return WatchLine::Silent,
+                Ok(None) | Ok(Some(Err(_))) => return WatchLine::End,
+                Ok(Some(Ok(f))) => {
+                    if let Ok(d) = f.into_data() {
+                        self.buf.extend_from_slice(&d);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next event, failing the test if the stream ends or stays silent.
+    pub async fn event(&mut self, wait: Duration) -> serde_json::Value {
+        match self.next(wait).await {
+            WatchLine::Event(v) => v,
+            WatchLine::End => panic!("watch ended"),
+            WatchLine::Silent => panic!("no event within {wait:?}"),
+        }
+    }
+}
+
+/// Waits until an RV=0 list of `path` through the proxy holds what the
+/// upstream holds (items and list rv).
+pub async fn converged(up: &str, p: &Proxy, path: &str, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let a = get(&format!("{up}{path}?resourceVersion=0")).await;
+        let b = get(&format!("{}{path}?resourceVersion=0", p.url)).await;
+        let (a, b) = (item_set(&a.json()), item_set(&b.json()));
+        if a == b {
+            return;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!(
+                "{path} did not converge within {within:?}: upstream rv {} ({} items), kubecache rv {} ({} items)",
+                a.0,
+                a.1.len(),
+                b.0,
+                b.1.len()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

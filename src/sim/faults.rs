@@ -1,0 +1,177 @@
+//! Fault injection for the simulator: what can go wrong between a client and
+//! an apiserver, switched on by flags at start or by `/sim/faults` at run
+//! time. Requests can fail (5xx) or be slow; watches can be dropped, stall,
+//! carry undecodable events, or be expired by a compaction (410 on resume).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+#[derive(Debug)]
+pub struct Faults {
+    /// Answer this many next requests with 500.
+    errors: AtomicU64,
+    /// Delay every response by this many milliseconds.
+    latency_ms: AtomicU64,
+    /// Bumped to end every open watch, as a dropped connection would.
+    drops: watch::Sender<u64>,
+    /// While true, open watches send nothing and keep the connection open.
+    stall: watch::Sender<bool>,
+    /// The next this many watch events go out as undecodable lines.
+    garbage: AtomicU64,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            errors: AtomicU64::new(0),
+            latency_ms: AtomicU64::new(0),
+            drops: watch::channel(0).0,
+            stall: watch::channel(false).0,
+            garbage: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A change asked of the fault controls, from a flag or the endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultCommand {
+    Errors(u64),
+    LatencyMs(u64),
+    DropWatches,
+    StallWatches(bool),
+    GarbageWatchEvents(u64),
+    /// Compact history and drop watches: resuming from before now is a 410.
+    Expire,
+}
+
+impl FaultCommand {
+    /// One `key=value` of `/sim/faults`.
+    pub fn parse(key: &str, value: &str) -> Result<Self, String> {
+        let number = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("{key}={value:?}: expected a non-negative integer"))
+        };
+        let flag = || match value {
+            "true" | "1" => Ok(true),
+            "false" | "0" => Ok(false),
+            _ => Err(format!("{key}={value:?}: expected true or false")),
+        };
+        Ok(match key {
+            "errors" => FaultCommand::Errors(number()?),
+            "latencyMs" => FaultCommand::LatencyMs(number()?),
+            "dropWatches" if flag()? => FaultCommand::DropWatches,
+            "stallWatches" => FaultCommand::StallWatches(flag()?),
+            "garbageWatchEvents" => FaultCommand::GarbageWatchEvents(number()?),
+            "expire" if flag()? => FaultCommand::Expire,
+            "dropWatches" | "expire" => return Err(format!("{key}={value:?} does nothing")),
+            _ => return Err(format!("unknown fault {key:?}; known: errors, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire")),
+        })
+    }
+}
+
+impl Faults {
+    /// Applies a command; `Expire` needs the stores and is the caller's.
+    pub fn apply(&self, c: &FaultCommand) {
+        match c {
+            FaultCommand::Errors(n) => self.errors.store(*n, Ordering::Release),
+            FaultCommand::LatencyMs(n) => self.latency_ms.store(*n, Ordering::Release),
+            FaultCommand::DropWatches | FaultCommand::Expire => self.drops.send_modify(|g| *g += 1),
+            FaultCommand::StallWatches(on) => {
+                self.stall.send_replace(*on);
+            }
+            FaultCommand::GarbageWatchEvents(n) => self.garbage.store(*n, Ordering::Release),
+        }
+    }
+
+    pub fn latency(&self) -> Option<Duration> {
+        match self.latency_ms.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    /// Whether this request is one of the injected failures (and counts it).
+    pub fn take_error(&self) -> bool {
+        take_one(&self.errors)
+    }
+
+    /// Whether the next watch event goes out garbled (and counts it).
+    pub fn take_garbage(&self) -> bool {
+        take_one(&self.garbage)
+    }
+
+    pub fn drops(&self) -> watch::Receiver<u64> {
+        self.drops.subscribe()
+    }
+
+    pub fn stall(&self) -> watch::Receiver<bool> {
+        self.stall.subscribe()
+    }
+
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "errors": self.errors.load(Ordering::Acquire),
+            "latencyMs": self.latency_ms.load(Ordering::Acquire),
+            "stallWatches": *self.stall.borrow(),
+            "garbageWatchEvents": self.garbage.load(Ordering::Acquire),
+            "watchDrops": *self.drops.borrow(),
+        })
+    }
+}
+
+fn take_one(n: &AtomicU64) -> bool {
+    n.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+/// An undecodable watch line: cut off inside the object, like a proxy that
+/// truncated the stream and glued the next event on.
+pub const GARBAGE_LINE: &[u8] = b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_from_the_control_endpoints_keys() {
+        assert_eq!(
+            FaultCommand::parse("errors", "3"),
+            Ok(FaultCommand::Errors(3))
+        );
+        assert_eq!(
+            FaultCommand::parse("stallWatches", "false"),
+            Ok(FaultCommand::StallWatches(false))
+        );
+        assert_eq!(FaultCommand::parse("expire", "1"), Ok(FaultCommand::Expire));
+        assert!(FaultCommand::parse("errors", "-1").is_err());
+        assert!(FaultCommand::parse("errors", "").is_err());
+        assert!(FaultCommand::parse("stallWatches", "yes").is_err());
+        assert!(FaultCommand::parse("dropWatches", "false").is_err());
+        assert!(FaultCommand::parse("explode", "1").is_err());
+    }
+
+    #[test]
+    fn counted_faults_run_out() {
+        let f = Faults::default();
+        f.apply(&FaultCommand::Errors(2));
+        assert!(f.take_error());
+        assert!(f.take_error());
+        assert!(!f.take_error());
+        f.apply(&FaultCommand::GarbageWatchEvents(1));
+        assert!(f.take_garbage());
+        assert!(!f.take_garbage());
+    }
+
+    #[test]
+    fn drops_and_stalls_reach_open_watches() {
+        let f = Faults::default();
+        let d = f.drops();
+        let s = f.stall();
+        f.apply(&FaultCommand::DropWatches);
+        assert!(d.has_changed().unwrap());
+        f.apply(&FaultCommand::StallWatches(true));
+        assert!(*s.borrow());
+    }
+}
