@@ -49,7 +49,8 @@ fn list_meta(meta: &ListMeta, style: ListStyle) -> String {
             fields.extend(rem);
         }
         ListStyle::Unstructured => {
-            fields.extend(cont);
+            // UnstructuredList.SetContinue writes the key even when empty.
+            fields.push(cont.unwrap_or_else(|| "\"continue\":\"\"".into()));
             fields.extend(rem);
             fields.push(rv);
         }
@@ -176,6 +177,14 @@ mod tests {
         assert_eq!(
             std::str::from_utf8(&list(&c, &meta, &[])).unwrap(),
             "{\"apiVersion\":\"x.io/v1\",\"items\":[],\"kind\":\"WidgetList\",\"metadata\":{\"continue\":\"t\",\"remainingItemCount\":1,\"resourceVersion\":\"9\"}}\n"
+        );
+        let last_page = ListMeta {
+            resource_version: 9,
+            ..Default::default()
+        };
+        assert_eq!(
+            std::str::from_utf8(&list(&c, &last_page, &[])).unwrap(),
+            "{\"apiVersion\":\"x.io/v1\",\"items\":[],\"kind\":\"WidgetList\",\"metadata\":{\"continue\":\"\",\"resourceVersion\":\"9\"}}\n"
         );
     }
 }

@@ -122,82 +122,196 @@ impl FieldSelector {
     }
 
     /// Checks every field against the type's field-label conversion function
-    /// and rewrites aliases (`spec.host` → `spec.nodeName`), like
-    /// `FieldSelector.Transform(ConvertFieldLabel)`.
-    pub fn convert(mut self, group: &str, kind: &str) -> Result<Self, SelectorError> {
+    /// and rewrites labels to the names its objects' field sets use
+    /// (`spec.host` → `spec.nodeName`, `regarding.kind` →
+    /// `involvedObject.kind`), like `FieldSelector.Transform(ConvertFieldLabel)`.
+    pub fn convert(mut self, rules: FieldRules<'_>) -> Result<Self, SelectorError> {
         for t in &mut self.terms {
-            t.field = convert_field_label(group, kind, &t.field)?;
+            t.field = rules.convert(&t.field)?;
         }
         Ok(self)
     }
 }
 
-/// The type-specific field labels of the built-in kinds; kinds not listed
-/// use apimachinery's default (`metadata.name` and `metadata.namespace`).
-fn type_fields(group: &str, kind: &str) -> Option<&'static [&'static str]> {
-    Some(match (group, kind) {
-        ("", "Pod") => &[
-            "metadata.name",
-            "metadata.namespace",
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "status.phase",
-            "status.podIP",
-            "status.podIPs",
-            "status.nominatedNodeName",
-        ],
-        ("", "Node") => &["metadata.name", "spec.unschedulable"],
-        ("", "Namespace") => &["status.phase", "metadata.name"],
-        ("", "Secret") => &["type", "metadata.namespace", "metadata.name"],
-        ("", "Event") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-            "metadata.namespace",
-            "metadata.name",
-        ],
-        ("", "ReplicationController") | ("apps", "ReplicaSet") => {
-            &["metadata.name", "metadata.namespace", "status.replicas"]
-        }
-        ("batch", "Job") => &["metadata.name", "metadata.namespace", "status.successful"],
-        ("certificates.k8s.io", "CertificateSigningRequest") => {
-            &["metadata.name", "spec.signerName"]
-        }
+/// Which field-label conversion a type's requests go through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldRules<'a> {
+    /// A built-in type, as the request names it: conversion functions are
+    /// registered per group, version and kind.
+    BuiltIn {
+        group: &'a str,
+        version: &'a str,
+        kind: &'a str,
+    },
+    /// A custom resource (apiextensions' converter): `metadata.name`, and
+    /// `metadata.namespace` when namespaced.
+    Custom { namespaced: bool },
+}
+
+/// How a conversion function words a label it does not know.
+#[derive(Clone, Copy)]
+enum Refusal {
+    /// `field label not supported: LABEL`
+    Plain,
+    /// `field label "LABEL" not supported for SUBJECT`
+    For(&'static str),
+}
+
+/// A registered conversion: request label → field-set name, and its refusal.
+type Conversion = (&'static [(&'static str, &'static str)], Refusal);
+
+const fn same(l: &'static str) -> (&'static str, &'static str) {
+    (l, l)
+}
+
+const POD: &[(&str, &str)] = &[
+    same("metadata.name"),
+    same("metadata.namespace"),
+    same("spec.nodeName"),
+    same("spec.restartPolicy"),
+    same("spec.schedulerName"),
+    same("spec.serviceAccountName"),
+    same("status.phase"),
+    same("status.podIP"),
+    same("status.podIPs"),
+    same("status.nominatedNodeName"),
+    // Old v1 clients' name for the node.
+    ("spec.host", "spec.nodeName"),
+];
+const CORE_EVENT: &[(&str, &str)] = &[
+    same("involvedObject.kind"),
+    same("involvedObject.namespace"),
+    same("involvedObject.name"),
+    same("involvedObject.uid"),
+    same("involvedObject.apiVersion"),
+    same("involvedObject.resourceVersion"),
+    same("involvedObject.fieldPath"),
+    same("reason"),
+    same("reportingComponent"),
+    same("source"),
+    same("type"),
+    same("metadata.namespace"),
+    same("metadata.name"),
+];
+/// events.k8s.io names mapped onto the core Event's field set.
+const EVENTS_API_EVENT: &[(&str, &str)] = &[
+    same("reason"),
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+    ("reportingController", "reportingComponent"),
+    same("type"),
+    same("metadata.namespace"),
+    same("metadata.name"),
+];
+const NODE: &[(&str, &str)] = &[same("metadata.name"), same("spec.unschedulable")];
+const REPLICATION_CONTROLLER: &[(&str, &str)] = &[
+    same("metadata.name"),
+    same("metadata.namespace"),
+    same("status.replicas"),
+];
+const NAMESPACE: &[(&str, &str)] = &[same("status.phase"), same("metadata.name")];
+const SECRET: &[(&str, &str)] = &[
+    same("type"),
+    same("metadata.namespace"),
+    same("metadata.name"),
+];
+const CSR: &[(&str, &str)] = &[same("metadata.name"), same("spec.signerName")];
+const JOB: &[(&str, &str)] = &[
+    same("metadata.name"),
+    same("metadata.namespace"),
+    same("status.successful"),
+];
+
+/// The conversion functions registered in kube-apiserver v1.20's scheme
+/// (`pkg/apis/*/*/conversion.go`) for the versions it serves. Kinds not
+/// listed use `DefaultMetaV1FieldSelectorConversion`; note apps/v1
+/// ReplicaSet has none (only its retired beta versions did).
+fn conversion(group: &str, version: &str, kind: &str) -> Option<Conversion> {
+    use Refusal::*;
+    Some(match (group, version, kind) {
+        ("", "v1", "Pod") => (POD, Plain),
+        ("", "v1", "Node") => (NODE, Plain),
+        ("", "v1", "ReplicationController") => (REPLICATION_CONTROLLER, Plain),
+        ("", "v1", "Event") => (CORE_EVENT, Plain),
+        ("", "v1", "Namespace") => (NAMESPACE, Plain),
+        ("", "v1", "Secret") => (SECRET, Plain),
+        ("events.k8s.io", "v1" | "v1beta1", "Event") => (EVENTS_API_EVENT, Plain),
+        ("batch", "v1", "Job") => (JOB, For("batchv1.Job")),
+        ("batch", "v1beta1", "Job") => (JOB, For("\"Job\"")),
+        ("batch", "v1beta1", "JobTemplate") => (JOB, For("\"JobTemplate\"")),
+        ("batch", "v1beta1", "CronJob") => (JOB, For("\"CronJob\"")),
+        ("certificates.k8s.io", "v1" | "v1beta1", "CertificateSigningRequest") => (CSR, Plain),
         _ => return None,
     })
 }
 
-fn convert_field_label(group: &str, kind: &str, label: &str) -> Result<String, SelectorError> {
-    match type_fields(group, kind) {
-        Some(allowed) => {
-            if group.is_empty() && kind == "Pod" && label == "spec.host" {
-                return Ok("spec.nodeName".into());
-            }
-            if allowed.contains(&label) {
-                Ok(label.to_string())
-            } else {
-                Err(SelectorError::Field(format!(
-                    "field label not supported: {label}"
-                )))
-            }
+impl FieldRules<'_> {
+    fn convert(self, label: &str) -> Result<String, SelectorError> {
+        let refuse = |how: Refusal| {
+            Err(SelectorError::Field(match how {
+                Refusal::Plain => format!("field label not supported: {label}"),
+                Refusal::For(subject) => {
+                    format!(
+                        "field label {} not supported for {subject}",
+                        go_quote(label)
+                    )
+                }
+            }))
+        };
+        match self {
+            FieldRules::Custom { namespaced } => match label {
+                "metadata.name" => Ok(label.into()),
+                "metadata.namespace" if namespaced => Ok(label.into()),
+                _ => refuse(Refusal::Plain),
+            },
+            FieldRules::BuiltIn {
+                group,
+                version,
+                kind,
+            } => match conversion(group, version, kind) {
+                Some((labels, how)) => match labels.iter().find(|(l, _)| *l == label) {
+                    Some((_, to)) => Ok((*to).into()),
+                    None => refuse(how),
+                },
+                None => match label {
+                    "metadata.name" | "metadata.namespace" => Ok(label.into()),
+                    _ => Err(SelectorError::Field(format!(
+                        "\"{label}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+                    ))),
+                },
+            },
         }
-        None => match label {
-            "metadata.name" | "metadata.namespace" => Ok(label.to_string()),
-            _ => Err(SelectorError::Field(format!(
-                "\"{label}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-            ))),
-        },
     }
+}
+
+/// Go's `%q` of a string (`strconv.Quote`), for the ASCII that field
+/// labels are made of and the escapes anything else needs.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn str_at(obj: &Value, ptr: &str) -> String {
@@ -216,34 +330,32 @@ fn int_at(obj: &Value, ptr: &str) -> String {
         .to_string()
 }
 
-/// Whether a kind has selectable fields beyond metadata, i.e. whether its
-/// objects must be looked into when cached.
+/// Whether a kind's objects have selectable fields beyond metadata, i.e.
+/// whether they must be looked into when cached.
 pub fn has_type_fields(group: &str, kind: &str) -> bool {
-    type_fields(group, kind).is_some_and(|f| f.iter().any(|f| !f.starts_with("metadata.")))
+    !selectable_fields(group, kind, &Value::Null).is_empty()
 }
 
-/// The type-specific selectable fields of one object (metadata fields are
-/// answered from the entry itself), as each registry's `ToSelectableFields`.
+/// The type-specific field set of one object (metadata fields are answered
+/// from the entry itself), as each registry's `ToSelectableFields` builds
+/// it from the internal object — read here from the served version's JSON.
 pub fn selectable_fields(group: &str, kind: &str, obj: &Value) -> Vec<(&'static str, String)> {
     match (group, kind) {
-        ("", "Pod") => {
-            let pod_ip = str_at(obj, "/status/podIPs/0/ip");
-            vec![
-                ("spec.nodeName", str_at(obj, "/spec/nodeName")),
-                ("spec.restartPolicy", str_at(obj, "/spec/restartPolicy")),
-                ("spec.schedulerName", str_at(obj, "/spec/schedulerName")),
-                (
-                    "spec.serviceAccountName",
-                    str_at(obj, "/spec/serviceAccountName"),
-                ),
-                ("status.phase", str_at(obj, "/status/phase")),
-                ("status.podIP", pod_ip),
-                (
-                    "status.nominatedNodeName",
-                    str_at(obj, "/status/nominatedNodeName"),
-                ),
-            ]
-        }
+        ("", "Pod") => vec![
+            ("spec.nodeName", str_at(obj, "/spec/nodeName")),
+            ("spec.restartPolicy", str_at(obj, "/spec/restartPolicy")),
+            ("spec.schedulerName", str_at(obj, "/spec/schedulerName")),
+            (
+                "spec.serviceAccountName",
+                str_at(obj, "/spec/serviceAccountName"),
+            ),
+            ("status.phase", str_at(obj, "/status/phase")),
+            ("status.podIP", str_at(obj, "/status/podIPs/0/ip")),
+            (
+                "status.nominatedNodeName",
+                str_at(obj, "/status/nominatedNodeName"),
+            ),
+        ],
         ("", "Node") => {
             let unsched = obj
                 .pointer("/spec/unschedulable")
@@ -256,32 +368,14 @@ pub fn selectable_fields(group: &str, kind: &str, obj: &Value) -> Vec<(&'static 
             ("name", str_at(obj, "/metadata/name")),
         ],
         ("", "Secret") => vec![("type", str_at(obj, "/type"))],
-        ("", "Event") => vec![
-            ("involvedObject.kind", str_at(obj, "/involvedObject/kind")),
-            (
-                "involvedObject.namespace",
-                str_at(obj, "/involvedObject/namespace"),
-            ),
-            ("involvedObject.name", str_at(obj, "/involvedObject/name")),
-            ("involvedObject.uid", str_at(obj, "/involvedObject/uid")),
-            (
-                "involvedObject.apiVersion",
-                str_at(obj, "/involvedObject/apiVersion"),
-            ),
-            (
-                "involvedObject.resourceVersion",
-                str_at(obj, "/involvedObject/resourceVersion"),
-            ),
-            (
-                "involvedObject.fieldPath",
-                str_at(obj, "/involvedObject/fieldPath"),
-            ),
-            ("reason", str_at(obj, "/reason")),
-            ("reportingComponent", str_at(obj, "/reportingComponent")),
-            ("source", str_at(obj, "/source/component")),
-            ("type", str_at(obj, "/type")),
-        ],
-        ("", "ReplicationController") | ("apps", "ReplicaSet") => {
+        ("", "Event") => event_fields(obj, "/involvedObject", "/reportingComponent", "/source"),
+        ("events.k8s.io", "Event") => event_fields(
+            obj,
+            "/regarding",
+            "/reportingController",
+            "/deprecatedSource",
+        ),
+        ("", "ReplicationController") => {
             vec![("status.replicas", int_at(obj, "/status/replicas"))]
         }
         ("batch", "Job") => vec![("status.successful", int_at(obj, "/status/succeeded"))],
@@ -292,9 +386,134 @@ pub fn selectable_fields(group: &str, kind: &str, obj: &Value) -> Vec<(&'static 
     }
 }
 
+/// The core Event's field set, whichever API version the object came in.
+fn event_fields(
+    obj: &Value,
+    involved: &str,
+    reporting: &str,
+    source: &str,
+) -> Vec<(&'static str, String)> {
+    let at = |field: &str| str_at(obj, &format!("{involved}/{field}"));
+    let reporting_controller = str_at(obj, reporting);
+    let mut source = str_at(obj, &format!("{source}/component"));
+    if source.is_empty() {
+        source = reporting_controller.clone();
+    }
+    vec![
+        ("involvedObject.kind", at("kind")),
+        ("involvedObject.namespace", at("namespace")),
+        ("involvedObject.name", at("name")),
+        ("involvedObject.uid", at("uid")),
+        ("involvedObject.apiVersion", at("apiVersion")),
+        ("involvedObject.resourceVersion", at("resourceVersion")),
+        ("involvedObject.fieldPath", at("fieldPath")),
+        ("reason", str_at(obj, "/reason")),
+        ("reportingComponent", reporting_controller),
+        ("source", source),
+        ("type", str_at(obj, "/type")),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn core(kind: &str) -> FieldRules<'_> {
+        FieldRules::BuiltIn {
+            group: "",
+            version: "v1",
+            kind,
+        }
+    }
+
+    fn refusal(selector: &str, rules: FieldRules) -> String {
+        FieldSelector::parse(selector)
+            .unwrap()
+            .convert(rules)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn apps_v1_replicasets_have_no_conversion_function_in_v1_20() {
+        let rs = FieldRules::BuiltIn {
+            group: "apps",
+            version: "v1",
+            kind: "ReplicaSet",
+        };
+        assert_eq!(
+            refusal("status.replicas=1", rs),
+            "\"status.replicas\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        );
+        assert!(FieldSelector::parse("status.replicas=1")
+            .unwrap()
+            .convert(core("ReplicationController"))
+            .is_ok());
+    }
+
+    #[test]
+    fn each_conversion_function_words_its_refusal_its_own_way() {
+        let batch = |version, kind| FieldRules::BuiltIn {
+            group: "batch",
+            version,
+            kind,
+        };
+        assert_eq!(
+            refusal("spec.x=1", batch("v1", "Job")),
+            "field label \"spec.x\" not supported for batchv1.Job"
+        );
+        assert_eq!(
+            refusal("spec.x=1", batch("v1beta1", "CronJob")),
+            "field label \"spec.x\" not supported for \"CronJob\""
+        );
+        assert_eq!(
+            refusal("metadata.namespace=x", core("Namespace")),
+            "field label not supported: metadata.namespace"
+        );
+    }
+
+    #[test]
+    fn custom_resources_select_by_name_and_namespace_when_namespaced() {
+        let ns = FieldRules::Custom { namespaced: true };
+        let cluster = FieldRules::Custom { namespaced: false };
+        assert!(FieldSelector::parse("metadata.namespace=a,metadata.name=b")
+            .unwrap()
+            .convert(ns)
+            .is_ok());
+        assert_eq!(
+            refusal("metadata.namespace=a", cluster),
+            "field label not supported: metadata.namespace"
+        );
+        assert_eq!(
+            refusal("spec.size=1", ns),
+            "field label not supported: spec.size"
+        );
+    }
+
+    #[test]
+    fn events_api_names_map_onto_the_core_event_field_set() {
+        let rules = FieldRules::BuiltIn {
+            group: "events.k8s.io",
+            version: "v1",
+            kind: "Event",
+        };
+        let s = FieldSelector::parse("regarding.kind=Pod,reportingController=kubelet")
+            .unwrap()
+            .convert(rules)
+            .unwrap();
+        let fields: Vec<&str> = s.terms().iter().map(|t| t.field.as_str()).collect();
+        assert_eq!(fields, vec!["involvedObject.kind", "reportingComponent"]);
+        assert_eq!(
+            refusal("source=x", rules),
+            "field label not supported: source"
+        );
+        let ev = serde_json::json!({"regarding": {"kind": "Pod", "name": "p"}, "reportingController": "kubelet", "reason": "Started"});
+        let f = selectable_fields("events.k8s.io", "Event", &ev);
+        assert!(f.contains(&("involvedObject.kind", "Pod".into())));
+        assert!(f.contains(&("reportingComponent", "kubelet".into())));
+        // No deprecated source: the reporting controller stands in.
+        assert!(f.contains(&("source", "kubelet".into())));
+    }
 
     fn fields<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<&'a str> + 'a {
         move |k| pairs.iter().find(|(kk, _)| *kk == k).map(|(_, v)| *v)
@@ -344,13 +563,13 @@ mod tests {
     #[test]
     fn unsupported_fields_are_rejected_per_kind() {
         let s = FieldSelector::parse("spec.nodeName=n1").unwrap();
-        assert!(s.clone().convert("", "Pod").is_ok());
+        assert!(s.clone().convert(core("Pod")).is_ok());
         assert_eq!(
-            s.clone().convert("", "ConfigMap").unwrap_err().to_string(),
+            s.clone().convert(core("ConfigMap")).unwrap_err().to_string(),
             "\"spec.nodeName\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
         assert_eq!(
-            s.convert("", "Node").unwrap_err().to_string(),
+            s.convert(core("Node")).unwrap_err().to_string(),
             "field label not supported: spec.nodeName"
         );
     }
@@ -359,7 +578,7 @@ mod tests {
     fn spec_host_is_an_alias_of_node_name_for_pods() {
         let s = FieldSelector::parse("spec.host=n1")
             .unwrap()
-            .convert("", "Pod")
+            .convert(core("Pod"))
             .unwrap();
         assert_eq!(s.terms()[0].field, "spec.nodeName");
     }
@@ -374,7 +593,7 @@ mod tests {
     }
 
     #[test]
-    fn job_and_replicaset_counts_default_to_zero() {
+    fn job_counts_default_to_zero() {
         let f = selectable_fields("batch", "Job", &serde_json::json!({}));
         assert_eq!(f, vec![("status.successful", "0".to_string())]);
     }

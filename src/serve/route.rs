@@ -4,8 +4,11 @@
 use crate::cache::{Cache, TypeCache};
 use crate::request::options::ModeError;
 use crate::request::{ListOptions, ReadMode, ResourcePath};
+use crate::resource::ResourceType;
+use crate::selector::field::FieldRules;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
+use crate::store::ListStyle;
 use http::{header, HeaderMap, Method};
 use std::sync::Arc;
 
@@ -206,7 +209,7 @@ pub fn decide(
         Err(e) => return Decision::Reject(Status::bad_request(e.to_string())),
     };
     let fields = match FieldSelector::parse(&opts.field_selector)
-        .and_then(|f| f.convert(&rt.gvr.group, &rt.kind))
+        .and_then(|f| f.convert(field_rules(rt, &tc)))
     {
         Ok(f) => f,
         Err(e) => return Decision::Reject(Status::bad_request(e.to_string())),
@@ -223,6 +226,20 @@ pub fn decide(
             limit: opts.limit.max(0) as usize,
             labels,
             fields,
+        },
+    }
+}
+
+/// Custom resources are the types whose lists came back unstructured.
+fn field_rules<'a>(rt: &'a ResourceType, tc: &TypeCache) -> FieldRules<'a> {
+    match tc.codec().style {
+        ListStyle::Unstructured => FieldRules::Custom {
+            namespaced: rt.namespaced,
+        },
+        ListStyle::Typed => FieldRules::BuiltIn {
+            group: &rt.gvr.group,
+            version: &rt.gvr.version,
+            kind: &rt.kind,
         },
     }
 }

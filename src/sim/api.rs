@@ -8,6 +8,7 @@ use super::{Sim, SimType, WriteError};
 use crate::encode::json::{self, ListMeta};
 use crate::request::options::ModeError;
 use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
+use crate::selector::field::FieldRules;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::serve::read::FRESHNESS_WAIT;
 use crate::serve::{json_response, status_response};
@@ -262,7 +263,13 @@ fn selection(t: &SimType, opts: &ListOptions) -> Result<Selection, Status> {
     let labels = LabelSelector::parse(&opts.label_selector)
         .map_err(|e| Status::bad_request(e.to_string()))?;
     let fields = FieldSelector::parse(&opts.field_selector)
-        .and_then(|f| f.convert(&t.rt.gvr.group, &t.rt.kind))
+        .and_then(|f| {
+            f.convert(FieldRules::BuiltIn {
+                group: &t.rt.gvr.group,
+                version: &t.rt.gvr.version,
+                kind: &t.rt.kind,
+            })
+        })
         .map_err(|e| Status::bad_request(e.to_string()))?;
     Ok(Selection { labels, fields })
 }
