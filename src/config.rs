@@ -3,6 +3,7 @@
 
 use crate::serve::route::ConsistentReads;
 use crate::store::HistoryLimits;
+use crate::upstream::credentials::{BearerToken, TokenSource};
 use crate::upstream::kubeconfig;
 use crate::upstream::UpstreamConfig;
 use serde::Deserialize;
@@ -77,12 +78,14 @@ impl FileConfig {
                     )));
                 }
                 let token = match &self.token_file {
-                    Some(f) => Some(
-                        std::fs::read_to_string(f)
-                            .map_err(|e| ConfigError::Read(f.display().to_string(), e))?
-                            .trim()
-                            .to_string(),
-                    ),
+                    Some(f) => {
+                        // Read now so a bad file is a config error; the
+                        // upstream client re-reads it as it rotates.
+                        let source = TokenSource::File(f.clone());
+                        BearerToken::new(&source)
+                            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+                        Some(source)
+                    }
                     None => None,
                 };
                 let ca_pem = match &self.ca_file {

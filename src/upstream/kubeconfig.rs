@@ -2,6 +2,7 @@
 //! the in-cluster service account. Supported: server, CA (file or data),
 //! bearer token (inline or file), insecure-skip-tls-verify is refused.
 
+use super::credentials::TokenSource;
 use super::UpstreamConfig;
 use base64::Engine;
 use serde::Deserialize;
@@ -127,15 +128,15 @@ pub fn from_kubeconfig(
                 "exec credential plugins are not supported yet; use a token".into(),
             ))
         }
-        Some(User { token: Some(t), .. }) => Some(t.clone()),
+        Some(User { token: Some(t), .. }) => Some(TokenSource::Inline(t.clone())),
         Some(User {
             token_file: Some(f),
             ..
-        }) => Some(
-            String::from_utf8_lossy(&read(&base.join(f))?)
-                .trim()
-                .to_string(),
-        ),
+        }) => {
+            let path = base.join(f);
+            read(&path)?;
+            Some(TokenSource::File(path))
+        }
         _ => None,
     };
     Ok(UpstreamConfig {
@@ -156,12 +157,14 @@ pub fn in_cluster() -> Result<UpstreamConfig, KubeconfigError> {
     } else {
         host
     };
-    let token = std::fs::read_to_string(format!("{SA_DIR}/token"))
-        .map_err(|e| KubeconfigError::Read(format!("{SA_DIR}/token"), e))?;
+    let token_path = std::path::PathBuf::from(format!("{SA_DIR}/token"));
+    std::fs::read_to_string(&token_path)
+        .map_err(|e| KubeconfigError::Read(token_path.display().to_string(), e))?;
     let ca = read(Path::new(&format!("{SA_DIR}/ca.crt")))?;
     Ok(UpstreamConfig {
         url: format!("https://{host}:{port}"),
-        token: Some(token.trim().to_string()),
+        // The kubelet rotates this file: it is re-read, not copied.
+        token: Some(TokenSource::File(token_path)),
         ca_pem: Some(ca),
     })
 }
@@ -198,7 +201,7 @@ users:
         std::fs::write(dir.join("config"), kc).unwrap();
         let c = from_kubeconfig(&dir.join("config"), None).unwrap();
         assert_eq!(c.url, "https://two:6443");
-        assert_eq!(c.token.as_deref(), Some("t2"));
+        assert_eq!(c.token, Some(TokenSource::Inline("t2".into())));
         assert_eq!(c.ca_pem.as_deref(), Some(&b"PEM"[..]));
         let c = from_kubeconfig(&dir.join("config"), Some("a")).unwrap();
         assert_eq!(c.url, "https://one:6443");

@@ -1,11 +1,13 @@
 //! The connection to the real apiserver: where it is, how to authenticate,
 //! TLS, and the hyper client every upstream request goes through.
 
+pub mod credentials;
 pub mod discovery;
 pub mod kubeconfig;
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Request, Response, StatusCode, Uri};
+use credentials::{BearerToken, TokenSource};
+use http::{header, Request, Response, StatusCode, Uri};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -24,6 +26,8 @@ pub enum UpstreamError {
     Read { what: String, err: std::io::Error },
     #[error("TLS setup: {0}")]
     Tls(String),
+    #[error("credentials: {0}")]
+    Credentials(#[from] credentials::CredentialsError),
     #[error("connecting to the upstream: {0}")]
     Connect(#[from] hyper_util::client::legacy::Error),
     #[error("reading the upstream's answer: {0}")]
@@ -40,7 +44,7 @@ pub enum UpstreamError {
 #[derive(Debug, Clone, Default)]
 pub struct UpstreamConfig {
     pub url: String,
-    pub token: Option<String>,
+    pub token: Option<TokenSource>,
     pub ca_pem: Option<Vec<u8>>,
 }
 
@@ -48,7 +52,7 @@ pub struct Upstream {
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
     base_path: String,
-    token: Option<HeaderValue>,
+    token: Option<BearerToken>,
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
 }
 
@@ -133,10 +137,7 @@ impl Upstream {
             .pool_idle_timeout(Duration::from_secs(90))
             .build(connector);
         let token = match &cfg.token {
-            Some(t) => Some(
-                HeaderValue::from_str(&format!("Bearer {}", t.trim()))
-                    .map_err(|e| UpstreamError::Tls(format!("token: {e}")))?,
-            ),
+            Some(t) => Some(BearerToken::new(t)?),
             None => None,
         };
         Ok(Arc::new(Upstream {
@@ -165,7 +166,7 @@ impl Upstream {
     /// Sends a request as it is, adding the proxy's own credentials.
     pub async fn send(&self, mut req: Request<Body>) -> Result<Response<Incoming>, UpstreamError> {
         if let Some(t) = &self.token {
-            req.headers_mut().insert(header::AUTHORIZATION, t.clone());
+            req.headers_mut().insert(header::AUTHORIZATION, t.header());
         }
         Ok(self.client.request(req).await?)
     }

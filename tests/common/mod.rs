@@ -77,7 +77,7 @@ pub async fn start_proxy_with(upstream: &str, consistent: ConsistentReads) -> Pr
 }
 
 pub struct ProxyBuilder {
-    upstream: String,
+    upstream: UpstreamConfig,
     consistent: ConsistentReads,
     reflector: ReflectorConfig,
 }
@@ -85,10 +85,18 @@ pub struct ProxyBuilder {
 impl ProxyBuilder {
     pub fn new(upstream: &str) -> Self {
         ProxyBuilder {
-            upstream: upstream.into(),
+            upstream: UpstreamConfig {
+                url: upstream.into(),
+                ..Default::default()
+            },
             consistent: ConsistentReads::Forward,
             reflector: ReflectorConfig::default(),
         }
+    }
+    /// Credentials and CA for an https upstream.
+    pub fn upstream(mut self, u: UpstreamConfig) -> Self {
+        self.upstream = u;
+        self
     }
     pub fn consistent(mut self, c: ConsistentReads) -> Self {
         self.consistent = c;
@@ -104,14 +112,18 @@ impl ProxyBuilder {
     }
 }
 
-async fn proxy(upstream: &str, consistent: ConsistentReads, reflector: ReflectorConfig) -> Proxy {
-    let up = Upstream::new(&UpstreamConfig {
-        url: upstream.into(),
-        ..Default::default()
-    })
-    .unwrap();
+async fn proxy(
+    upstream: &UpstreamConfig,
+    consistent: ConsistentReads,
+    reflector: ReflectorConfig,
+) -> Proxy {
+    let up = Upstream::new(upstream).unwrap();
     let cache = Cache::new(up, HistoryLimits::default(), reflector);
-    cache.refresh_discovery().await.unwrap();
+    // An upstream that refuses us is a scenario too: discovery then stays
+    // empty and every request is forwarded.
+    if let Err(e) = cache.refresh_discovery().await {
+        eprintln!("discovery failed: {e}");
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let state = Arc::new(ServeState {
