@@ -1,0 +1,135 @@
+//! Fuzzing the parsers that take client or upstream input: selectors,
+//! continue tokens, query strings, request paths, objects and lists from the
+//! upstream. Whatever the input, they answer Ok or Err — never a panic —
+//! and what they accept behaves. proptest on stable Rust stands in for
+//! cargo-fuzz, which needs a nightly toolchain this project cannot assume.
+
+use kubecache::request::{ContinueToken, ListOptions, ResourcePath};
+use kubecache::selector::field::FieldRules;
+use kubecache::selector::{FieldSelector, LabelSelector};
+use kubecache::store::{ListStyle, TypeCodec};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+/// Strings built from the characters selectors are made of, so that the
+/// fuzzer reaches past the first token.
+fn selectorish() -> impl Strategy<Value = String> {
+    proptest::string::string_regex(r"[a-z0-9A-Z./_\-=!,() \\<>inotexs]{0,48}").unwrap()
+}
+
+fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
+    proptest::collection::btree_map("[a-z]{1,3}", "[a-z0-9]{0,3}", 0..4)
+}
+
+const POD: &str = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"ns","uid":"u","resourceVersion":"42","labels":{"app":"web"}},"spec":{"nodeName":"n1","restartPolicy":"Always"},"status":{"phase":"Running","podIPs":[{"ip":"10.0.0.1"}]}}"#;
+
+fn pod_codec(style: ListStyle) -> TypeCodec {
+    TypeCodec::new("", "v1", "Pod", true, style)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn label_selectors_parse_or_refuse_and_match_without_panicking(
+        s in prop_oneof![selectorish(), any::<String>()],
+        l in labels(),
+    ) {
+        if let Ok(sel) = LabelSelector::parse(&s) {
+            let _ = sel.matches(|k| l.get(k).map(String::as_str));
+        }
+    }
+
+    #[test]
+    fn field_selectors_parse_convert_and_match_without_panicking(
+        s in prop_oneof![selectorish(), any::<String>()],
+        kind in prop_oneof![Just("Pod"), Just("Node"), Just("ConfigMap"), Just("Event")],
+        l in labels(),
+    ) {
+        if let Ok(sel) = FieldSelector::parse(&s) {
+            for rules in [
+                FieldRules::BuiltIn { group: "", version: "v1", kind },
+                FieldRules::Custom { namespaced: true },
+            ] {
+                if let Ok(sel) = sel.clone().convert(rules) {
+                    let _ = sel.matches(|k| l.get(k).map(String::as_str));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn continue_tokens_decode_or_refuse(s in prop_oneof![any::<String>(), "[A-Za-z0-9_=+/-]{0,80}"]) {
+        let _ = ContinueToken::decode(&s);
+    }
+
+    #[test]
+    fn tokens_the_cache_writes_decode_to_where_the_walk_stopped(
+        rv in 1i64..i64::MAX,
+        key in "[a-z0-9]([a-z0-9.-]{0,20}[a-z0-9])?(/[a-z0-9]([a-z0-9.-]{0,20}[a-z0-9])?)?",
+    ) {
+        let t = ContinueToken::after(rv, &key);
+        let back = ContinueToken::decode(&t.encode()).unwrap();
+        prop_assert_eq!(back, t);
+    }
+
+    #[test]
+    fn query_strings_parse_and_validate_without_panicking(
+        q in prop_oneof![
+            any::<String>(),
+            proptest::collection::vec(
+                (
+                    prop_oneof![Just("resourceVersion"), Just("resourceVersionMatch"), Just("limit"),
+                                Just("continue"), Just("labelSelector"), Just("fieldSelector"),
+                                Just("watch"), Just("timeoutSeconds"), Just("allowWatchBookmarks"),
+                                Just("sendInitialEvents")],
+                    "[0-9a-zA-Z%=&-]{0,12}",
+                ),
+                0..6,
+            ).prop_map(|kv| kv.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&")),
+        ],
+    ) {
+        let o = ListOptions::parse(Some(&q));
+        let _ = o.validate_list();
+        let _ = o.list_mode();
+        let _ = o.get_mode();
+    }
+
+    #[test]
+    fn request_paths_parse_without_panicking(
+        p in prop_oneof![any::<String>(), "(/[a-z0-9.]{0,8}){0,9}/?"],
+    ) {
+        let _ = ResourcePath::parse(&p);
+    }
+
+    /// Upstream bytes: a real pod with one byte changed, or anything.
+    #[test]
+    fn objects_from_the_upstream_decode_or_refuse(
+        at in 0..POD.len(),
+        byte in any::<u8>(),
+        noise in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let mut b = POD.as_bytes().to_vec();
+        b[at] = byte;
+        for style in [ListStyle::Typed, ListStyle::Unstructured] {
+            let c = pod_codec(style);
+            if let Ok(e) = c.from_object(&b) {
+                let _ = c.object_bytes(&e);
+            }
+            let _ = c.from_object(&noise);
+        }
+    }
+
+    #[test]
+    fn lists_from_the_upstream_decode_or_refuse(
+        at in 0..200usize,
+        byte in any::<u8>(),
+    ) {
+        let list = format!(r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"42","continue":"x"}},"items":[{POD},{POD}]}}"#);
+        let mut b = list.into_bytes();
+        let at = at % b.len();
+        b[at] = byte;
+        let _ = pod_codec(ListStyle::Typed).parse_list(&b);
+        let _ = ListStyle::detect(&b);
+    }
+}
