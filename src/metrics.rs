@@ -68,11 +68,19 @@ pub fn watch_event(resource: &str, kind: EventType) {
     .increment(1);
 }
 
-pub fn reflector_list(resource: &str, objects: usize) {
+/// A completed (re)list; `capacity` is the history's event capacity, as
+/// the apiserver's gauge of the same name reports its cache's.
+pub fn reflector_list(resource: &str, capacity: usize) {
     counter!("apiserver_watch_cache_initializations_total", "resource" => resource.to_string())
         .increment(1);
     gauge!("apiserver_watch_cache_capacity", "resource" => resource.to_string())
-        .set(objects as f64);
+        .set(capacity as f64);
+}
+
+/// What a type's cache holds now.
+pub fn cache_size(resource: &str, objects: usize, bytes: usize) {
+    gauge!("kubecache_cache_objects", "resource" => resource.to_string()).set(objects as f64);
+    gauge!("kubecache_cache_bytes", "resource" => resource.to_string()).set(bytes as f64);
 }
 
 pub fn reflector_error(resource: &str, e: &ReflectorError) {

@@ -224,10 +224,13 @@ async fn list(
             None => break,
         }
     }
-    metrics::reflector_list(&tc.rt.gvr.to_string(), entries.len());
+    let resource = tc.rt.gvr.to_string();
+    metrics::reflector_list(&resource, tc.store.limits().capacity);
     tc.set_codec(codec);
     // The list was built aside; readers see either the old or the new state.
     tc.store.replace(entries, rv);
+    let (objects, bytes) = tc.store.size();
+    metrics::cache_size(&resource, objects, bytes);
     tc.stats.lists.fetch_add(1, Ordering::Relaxed);
     tc.mark_synced();
     Ok(Phase::Watching { rv })
@@ -355,7 +358,10 @@ fn apply_event(
         .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
     let rv = entry.rv;
     tc.store.apply(kind, Arc::new(entry))?;
-    metrics::watch_event(&tc.rt.gvr.to_string(), kind);
+    let resource = tc.rt.gvr.to_string();
+    metrics::watch_event(&resource, kind);
+    let (objects, bytes) = tc.store.size();
+    metrics::cache_size(&resource, objects, bytes);
     Ok(rv)
 }
 

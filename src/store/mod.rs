@@ -83,6 +83,8 @@ impl Default for HistoryLimits {
 
 struct State {
     items: Items,
+    /// The cached objects' serialized size, for the size metrics.
+    bytes: usize,
     rv: u64,
     /// Snapshots can be rebuilt for any rv in `oldest..=rv`.
     oldest: u64,
@@ -108,6 +110,7 @@ impl Store {
         Store {
             state: RwLock::new(State {
                 items: OrdMap::new(),
+                bytes: 0,
                 rv: 0,
                 oldest: 0,
                 history: VecDeque::new(),
@@ -129,10 +132,12 @@ impl Store {
     /// Replaces everything with a fresh list at `rv` (a relist): the history
     /// before it no longer connects to the new state, so it is dropped.
     pub fn replace(&self, entries: Vec<Arc<Entry>>, rv: u64) {
+        let bytes = entries.iter().map(|e| e.item.len()).sum();
         let items: Items = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
         {
             let mut s = self.write();
             s.items = items;
+            s.bytes = bytes;
             s.rv = rv;
             s.oldest = rv;
             s.history.clear();
@@ -163,6 +168,10 @@ impl Store {
                     kind: kind.as_str(),
                     key: entry.key.to_string(),
                 });
+            }
+            s.bytes -= prev.as_ref().map_or(0, |p| p.item.len());
+            if kind != EventType::Deleted {
+                s.bytes += entry.item.len();
             }
             s.rv = rv;
             let event = Arc::new(Event {
@@ -227,6 +236,16 @@ impl Store {
 
     pub fn len(&self) -> usize {
         self.read().items.len()
+    }
+
+    /// How many objects are cached and their serialized bytes.
+    pub fn size(&self) -> (usize, usize) {
+        let s = self.read();
+        (s.items.len(), s.bytes)
+    }
+
+    pub fn limits(&self) -> HistoryLimits {
+        self.limits
     }
 
     pub fn is_empty(&self) -> bool {
@@ -404,6 +423,21 @@ mod tests {
         assert_eq!(keys(&store.current()), vec!["c@7"]);
         assert!(store.snapshot_at(3).is_none());
         assert_eq!(store.rv(), 9);
+    }
+
+    #[test]
+    fn the_size_follows_adds_updates_deletes_and_relists() {
+        let store = Store::new(HistoryLimits::default());
+        let one = entry("a", 1).item.len();
+        store.replace(vec![entry("a", 1)], 1);
+        assert_eq!(store.size(), (1, one));
+        store.apply(EventType::Added, entry("b", 2)).unwrap();
+        store.apply(EventType::Modified, entry("b", 3)).unwrap();
+        assert_eq!(store.size(), (2, 2 * one));
+        store.apply(EventType::Deleted, entry("a", 4)).unwrap();
+        assert_eq!(store.size(), (1, one));
+        store.replace(vec![], 5);
+        assert_eq!(store.size(), (0, 0));
     }
 
     #[test]
