@@ -30,6 +30,18 @@ fn is_upgrade(headers: &HeaderMap) -> bool {
 }
 
 fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
+    // Headers the sender named in Connection are for this hop alone (RFC 9110 7.6.1).
+    let named: Vec<String> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty() && !(keep_upgrade && t == "upgrade"))
+        .collect();
+    for h in named {
+        headers.remove(h.as_str());
+    }
     for h in HOP_BY_HOP {
         if keep_upgrade && h == "connection" {
             continue;
