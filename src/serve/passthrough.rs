@@ -37,7 +37,7 @@ fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|t| t.trim().to_ascii_lowercase())
-        .filter(|t| !t.is_empty() && !(keep_upgrade && t == "upgrade"))
+        .filter(|t| !(t.is_empty() || keep_upgrade && t == "upgrade"))
         .collect();
     for h in named {
         headers.remove(h.as_str());
