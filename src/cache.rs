@@ -22,6 +22,12 @@ pub struct TypeCache {
     pub stats: ReflectorStats,
 }
 
+impl AsRef<Store> for TypeCache {
+    fn as_ref(&self) -> &Store {
+        &self.store
+    }
+}
+
 impl TypeCache {
     pub fn new(rt: ResourceType, limits: HistoryLimits) -> Self {
         let codec = TypeCodec::for_type(&rt, ListStyle::Typed);

@@ -99,3 +99,9 @@ pub fn reflector_error(resource: &str, e: &ReflectorError) {
     counter!("kubecache_reflector_errors_total", "resource" => resource.to_string(), "phase" => phase)
         .increment(1);
 }
+
+/// A watcher cut off for falling behind, as the apiserver counts them.
+pub fn watcher_terminated(resource: &str) {
+    counter!("apiserver_terminated_watchers_total", "resource" => resource.to_string())
+        .increment(1);
+}

@@ -130,6 +130,16 @@ pub fn bookmark_object(codec: &TypeCodec, rv: u64) -> Bytes {
     ))
 }
 
+/// The bookmark that closes `sendInitialEvents`: the annotation tells the
+/// client that the initial state has been sent in full.
+pub fn initial_events_end_bookmark(codec: &TypeCodec, rv: u64) -> Bytes {
+    Bytes::from(format!(
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\",\"creationTimestamp\":null,\"annotations\":{{\"k8s.io/initial-events-end\":\"true\"}}}}}}",
+        json_str(&codec.kind),
+        json_str(&codec.api_version)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

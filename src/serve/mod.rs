@@ -5,6 +5,7 @@ pub mod health;
 pub mod passthrough;
 pub mod read;
 pub mod route;
+pub mod watch;
 
 use crate::cache::Cache;
 use crate::metrics::{self, ServedBy};

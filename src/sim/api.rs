@@ -11,20 +11,18 @@ use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
 use crate::selector::field::FieldRules;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::serve::read::FRESHNESS_WAIT;
+use crate::serve::watch::{self, Interference, Start, WatchSpec};
 use crate::serve::{json_response, status_response};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
-use crate::store::{Entry, Event, EventType, Snapshot};
-use crate::upstream::{channel_body, full_body, Body};
+use crate::store::{Entry, Snapshot};
+use crate::upstream::{full_body, Body};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use rand::Rng;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::broadcast::Receiver;
 
 fn respond(code: StatusCode, body: Bytes) -> Response<Body> {
     json_response(code, full_body(body))
@@ -352,13 +350,6 @@ async fn list(sim: &Sim, t: &SimType, ns: Option<&str>, opts: &ListOptions) -> R
     respond(StatusCode::OK, json::list(&t.codec, &meta, &page.items))
 }
 
-fn selected(sel: &Selection, ns: Option<&str>, name: Option<&str>, e: &Entry) -> bool {
-    ns.is_none_or(|ns| e.namespace.as_deref() == Some(ns))
-        && name.is_none_or(|n| &*e.name == n)
-        && sel.labels.matches(|k| e.label(k))
-        && sel.fields.matches(|f| e.field(f))
-}
-
 fn watch(
     sim: &Arc<Sim>,
     t: &Arc<SimType>,
@@ -370,169 +361,45 @@ fn watch(
         Ok(s) => s,
         Err(s) => return status_response(&s),
     };
+    // v1.20: an unset resourceVersion watches from the cache's state like "0".
     let rv = opts.resource_version.clone().unwrap_or_default();
-    let timeout = match opts.timeout_seconds {
-        Some(s) if s > 0 => Duration::from_secs(s as u64),
-        _ => Duration::from_secs(rand::thread_rng().gen_range(1800..3600)),
-    };
-    let start: Result<(Vec<Bytes>, Receiver<Arc<Event>>), Status> = if rv.is_empty() || rv == "0" {
-        let (snap, rx) = t.store.snapshot_and_subscribe();
-        let initial = snap
-            .items
-            .values()
-            .filter(|e| selected(&sel, ns, name, e))
-            .map(|e| json::watch_event("ADDED", &t.codec.object_bytes(e)))
-            .collect();
-        Ok((initial, rx))
+    let start = if rv.is_empty() || rv == "0" {
+        Start::State
     } else {
         match rv.parse::<u64>() {
-            Err(_) => Err(Status::bad_request(format!(
-                "invalid resource version: {rv}"
-            ))),
-            Ok(n) => match t.store.events_since(n) {
-                Some((past, rx)) => {
-                    let lines = past
-                        .iter()
-                        .filter_map(|ev| event_line(t, &sel, ns, name, ev))
-                        .collect();
-                    Ok((lines, rx))
-                }
-                None => {
-                    let s = Status::expired(format!(
-                        "too old resource version: {n} ({})",
-                        t.store.oldest()
-                    ));
-                    let body = s.to_bytes();
-                    // The Status without its trailing newline is the event's object.
-                    let line = json::watch_event("ERROR", &body[..body.len() - 1]);
-                    let (tx, body) = channel_body(1);
-                    let _ = tx.try_send(line);
-                    return watch_response(body);
-                }
-            },
+            Ok(n) => Start::After(n),
+            Err(_) => {
+                return status_response(&Status::bad_request(format!(
+                    "invalid resource version: {rv}"
+                )))
+            }
         }
     };
-    let (initial, rx) = match start {
-        Ok(s) => s,
-        Err(s) => return status_response(&s),
-    };
-    let (tx, body) = channel_body(64);
-    let stream = WatchStream {
-        sim: sim.clone(),
-        t: t.clone(),
-        sel,
-        ns: ns.map(str::to_string),
-        name: name.map(str::to_string),
+    let spec = WatchSpec {
+        start,
+        selection: watch::Selection {
+            labels: sel.labels,
+            fields: sel.fields,
+            namespace: ns.map(str::to_string),
+            name: name.map(str::to_string),
+        },
         bookmarks: opts.allow_watch_bookmarks,
-        deadline: tokio::time::Instant::now() + timeout,
+        timeout: watch::timeout(opts.timeout_seconds),
+        // The v1.20 cacher bookmarks only types that have seen an event
+        // since it started; every simulated type starts at revision 1.
+        bookmarks_after: 1,
     };
-    tokio::spawn(stream.run(initial, rx, tx));
-    watch_response(body)
-}
-
-/// One open watch: its selection, deadline and the fault switches it obeys.
-struct WatchStream {
-    sim: Arc<Sim>,
-    t: Arc<SimType>,
-    sel: Selection,
-    ns: Option<String>,
-    name: Option<String>,
-    bookmarks: bool,
-    deadline: tokio::time::Instant,
-}
-
-impl WatchStream {
-    /// The cacher's schedule: about once a minute, and 2 s before the
-    /// deadline so a client resumes from as late as possible.
-    fn next_bookmark(&self) -> Option<tokio::time::Instant> {
-        let now = tokio::time::Instant::now();
-        let before_deadline = self.deadline.checked_sub(Duration::from_secs(2))?;
-        let at = (now + BOOKMARK_EVERY).min(before_deadline);
-        (self.bookmarks && at > now).then_some(at)
-    }
-
-    async fn run(
-        self,
-        initial: Vec<Bytes>,
-        mut rx: Receiver<Arc<Event>>,
-        tx: tokio::sync::mpsc::Sender<Bytes>,
-    ) {
-        let mut drops = self.sim.faults.drops();
-        let mut stall = self.sim.faults.stall();
-        let mut pending: std::collections::VecDeque<Bytes> = initial.into();
-        let mut bookmark_at = self.next_bookmark();
-        loop {
-            let stalled = *stall.borrow_and_update();
-            if !stalled {
-                while let Some(line) = pending.pop_front() {
-                    let line = if self.sim.faults.take_garbage() {
-                        Bytes::from_static(GARBAGE_LINE)
-                    } else {
-                        line
-                    };
-                    if tx.send(line).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            let bookmark = async {
-                match bookmark_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                _ = tokio::time::sleep_until(self.deadline) => return,
-                _ = drops.changed() => return,
-                _ = stall.changed() => {}
-                _ = bookmark, if !stalled => {
-                    bookmark_at = self.next_bookmark();
-                    // Like the cacher, no bookmark for a type that has seen no event.
-                    if self.t.store.rv() > 1 {
-                        let obj = json::bookmark_object(&self.t.codec, self.t.store.rv());
-                        pending.push_back(json::watch_event("BOOKMARK", &obj));
-                    }
-                }
-                ev = rx.recv(), if !stalled => match ev {
-                    Ok(ev) => pending.extend(event_line(
-                        &self.t,
-                        &self.sel,
-                        self.ns.as_deref(),
-                        self.name.as_deref(),
-                        &ev,
-                    )),
-                    // Lagged or closed: end the stream; the client re-watches.
-                    Err(_) => return,
-                },
-            }
-        }
-    }
-}
-
-const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
-
-/// An event as a filtered watch sees it: leaving the selection is a
-/// DELETED, entering it an ADDED, like the apiserver's cache watcher.
-fn event_line(
-    t: &SimType,
-    sel: &Selection,
-    ns: Option<&str>,
-    name: Option<&str>,
-    ev: &Event,
-) -> Option<Bytes> {
-    let now = selected(sel, ns, name, &ev.entry);
-    let before = ev.prev.as_ref().is_some_and(|p| selected(sel, ns, name, p));
-    let kind = match (ev.kind, before, now) {
-        (EventType::Deleted, _, true) => "DELETED",
-        (EventType::Added, _, true) => "ADDED",
-        (EventType::Modified, true, true) => "MODIFIED",
-        (EventType::Modified, false, true) => "ADDED",
-        (EventType::Modified, true, false) => "DELETED",
-        _ => return None,
+    let faults = sim.clone();
+    let interference = Interference {
+        drops: Some(sim.faults.drops()),
+        stall: Some(sim.faults.stall()),
+        garble: Some((Arc::new(move || faults.faults.take_garbage()), GARBAGE_LINE)),
     };
-    Some(json::watch_event(kind, &t.codec.object_bytes(&ev.entry)))
-}
-
-fn watch_response(body: Body) -> Response<Body> {
-    json_response(StatusCode::OK, body)
+    watch::serve(
+        t.clone(),
+        t.codec.clone(),
+        spec,
+        interference,
+        t.rt.gvr.to_string(),
+    )
 }

@@ -21,8 +21,14 @@ use std::time::Duration;
 /// One simulated resource type.
 pub struct SimType {
     pub rt: ResourceType,
-    pub codec: TypeCodec,
+    pub codec: Arc<TypeCodec>,
     pub store: Store,
+}
+
+impl AsRef<Store> for SimType {
+    fn as_ref(&self) -> &Store {
+        &self.store
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -139,7 +145,7 @@ impl Sim {
         let types = builtin_types()
             .into_iter()
             .map(|rt| {
-                let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
+                let codec = Arc::new(TypeCodec::for_type(&rt, ListStyle::Typed));
                 (
                     rt.gvr.clone(),
                     Arc::new(SimType {

@@ -19,7 +19,23 @@ use tokio::sync::{broadcast, watch};
 pub type Items = OrdMap<Arc<str>, Arc<Entry>>;
 
 /// Past events after some rv, and the live subscription that follows them.
-pub type Replay = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+pub type Replay = (Vec<Arc<Event>>, broadcast::Receiver<Change>);
+
+/// What live subscribers receive, in the order the store saw it. Anything
+/// at or below a subscriber's starting point may arrive again (the
+/// broadcast is sent after the state lock is released) and is skipped by rv.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Event(Arc<Event>),
+    /// Nothing changed up to `rv` (an upstream bookmark).
+    Progress(u64),
+    /// A relist replaced the state at `rv`. `changed` when the new state
+    /// differs from the old one, i.e. events were missed in between.
+    Relisted {
+        rv: u64,
+        changed: bool,
+    },
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -98,15 +114,18 @@ pub struct Store {
     state: RwLock<State>,
     limits: HistoryLimits,
     rv_tx: watch::Sender<u64>,
-    events: broadcast::Sender<Arc<Event>>,
+    events: broadcast::Sender<Change>,
 }
 
 const RECENT_SNAPSHOTS: usize = 4;
 
+/// How far a live subscriber may fall behind before it is cut off.
+pub const BROADCAST_CAPACITY: usize = 4096;
+
 impl Store {
     pub fn new(limits: HistoryLimits) -> Self {
         let (rv_tx, _) = watch::channel(0);
-        let (events, _) = broadcast::channel(4096);
+        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         Store {
             state: RwLock::new(State {
                 items: OrdMap::new(),
@@ -134,16 +153,19 @@ impl Store {
     pub fn replace(&self, entries: Vec<Arc<Entry>>, rv: u64) {
         let bytes = entries.iter().map(|e| e.item.len()).sum();
         let items: Items = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
-        {
+        let changed = {
             let mut s = self.write();
+            let changed = !same_versions(&s.items, &items);
             s.items = items;
             s.bytes = bytes;
             s.rv = rv;
             s.oldest = rv;
             s.history.clear();
             s.recent.clear();
-        }
+            changed
+        };
         self.rv_tx.send_replace(rv);
+        let _ = self.events.send(Change::Relisted { rv, changed });
     }
 
     /// Applies one watch event; events must come in increasing rv order.
@@ -187,7 +209,7 @@ impl Store {
         };
         self.rv_tx.send_replace(rv);
         // No receivers is fine: watches come and go.
-        let _ = self.events.send(event);
+        let _ = self.events.send(Change::Event(event));
         Ok(())
     }
 
@@ -198,6 +220,7 @@ impl Store {
             s.rv = rv;
             drop(s);
             self.rv_tx.send_replace(rv);
+            let _ = self.events.send(Change::Progress(rv));
         }
     }
 
@@ -335,7 +358,7 @@ impl Store {
     }
 
     /// The current state and a live subscription starting right after it.
-    pub fn snapshot_and_subscribe(&self) -> (Snapshot, broadcast::Receiver<Arc<Event>>) {
+    pub fn snapshot_and_subscribe(&self) -> (Snapshot, broadcast::Receiver<Change>) {
         let s = self.read();
         let rx = self.events.subscribe();
         (
@@ -346,6 +369,15 @@ impl Store {
             rx,
         )
     }
+}
+
+/// Whether two states hold the same objects at the same versions: a relist
+/// that finds this missed no event that left a trace.
+fn same_versions(a: &Items, b: &Items) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b.iter())
+            .all(|((ka, ea), (kb, eb))| ka == kb && ea.rv == eb.rv)
 }
 
 #[cfg(test)]
@@ -423,6 +455,33 @@ mod tests {
         assert_eq!(keys(&store.current()), vec!["c@7"]);
         assert!(store.snapshot_at(3).is_none());
         assert_eq!(store.rv(), 9);
+    }
+
+    #[test]
+    fn subscribers_learn_of_events_progress_and_relists_in_order() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 2);
+        let (_, mut rx) = store.snapshot_and_subscribe();
+        store.apply(EventType::Added, entry("b", 3)).unwrap();
+        store.advance(5);
+        store.replace(vec![entry("a", 1), entry("b", 3)], 6);
+        store.replace(vec![entry("a", 7)], 8);
+        assert!(matches!(rx.try_recv(), Ok(Change::Event(e)) if e.rv == 3));
+        assert!(matches!(rx.try_recv(), Ok(Change::Progress(5))));
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Change::Relisted {
+                rv: 6,
+                changed: false
+            })
+        ));
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Change::Relisted {
+                rv: 8,
+                changed: true
+            })
+        ));
     }
 
     #[test]
