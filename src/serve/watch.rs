@@ -83,6 +83,9 @@ pub fn timeout(seconds: Option<i64>) -> Duration {
     }
 }
 
+/// Asked before each line; true replaces the line with the given garbage.
+pub type Garble = (Arc<dyn Fn() -> bool + Send + Sync>, &'static [u8]);
+
 /// Disturbances injected from outside (the simulator's faults).
 #[derive(Default)]
 pub struct Interference {
@@ -90,8 +93,7 @@ pub struct Interference {
     pub drops: Option<watch::Receiver<u64>>,
     /// While true, nothing is sent and the connection stays open.
     pub stall: Option<watch::Receiver<bool>>,
-    /// Asked before each line; true replaces it with this garbage.
-    pub garble: Option<(Arc<dyn Fn() -> bool + Send + Sync>, &'static [u8])>,
+    pub garble: Option<Garble>,
 }
 
 /// About once a minute, like the cacher's bookmark timer.
