@@ -4,6 +4,7 @@
 
 use crate::store::{Entry, ListStyle, TypeCodec};
 use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::value::RawValue;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -130,6 +131,65 @@ pub fn bookmark_object(codec: &TypeCodec, rv: u64) -> Bytes {
     ))
 }
 
+/// A JSON object's members in order, each value's bytes untouched.
+struct Members(Vec<(String, Box<RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Members, A::Error> {
+                let mut out = Vec::new();
+                while let Some(kv) = m.next_entry::<String, Box<RawValue>>()? {
+                    out.push(kv);
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Members {
+    fn write(&self, b: &mut BytesMut) {
+        b.put_u8(b'{');
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                b.put_u8(b',');
+            }
+            b.put_slice(json_str(k).as_bytes());
+            b.put_u8(b':');
+            b.put_slice(v.get().as_bytes());
+        }
+        b.put_u8(b'}');
+    }
+}
+
+/// The object with `metadata.resourceVersion` set to `rv` and every other
+/// byte as it was — what the cacher sends for an object that left a
+/// watcher's selection (its previous content at the event's version).
+/// `None` if the bytes are not an object with that field.
+pub fn with_resource_version(object: &[u8], rv: u64) -> Option<Bytes> {
+    let mut top: Members = serde_json::from_slice(object).ok()?;
+    let (_, meta_raw) = top.0.iter_mut().find(|(k, _)| k == "metadata")?;
+    let mut meta: Members = serde_json::from_str(meta_raw.get()).ok()?;
+    let (_, rv_raw) = meta.0.iter_mut().find(|(k, _)| k == "resourceVersion")?;
+    *rv_raw = RawValue::from_string(format!("\"{rv}\"")).ok()?;
+    let mut m = BytesMut::with_capacity(meta_raw.get().len() + 8);
+    meta.write(&mut m);
+    *meta_raw = RawValue::from_string(String::from_utf8(m.to_vec()).ok()?).ok()?;
+    let mut b = BytesMut::with_capacity(object.len() + 8);
+    top.write(&mut b);
+    Some(b.freeze())
+}
+
 /// The bookmark that closes `sendInitialEvents`: the annotation tells the
 /// client that the initial state has been sent in full.
 pub fn initial_events_end_bookmark(codec: &TypeCodec, rv: u64) -> Bytes {
@@ -174,6 +234,18 @@ mod tests {
             std::str::from_utf8(&empty).unwrap(),
             "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}\n"
         );
+    }
+
+    #[test]
+    fn only_the_resource_version_changes() {
+        let obj = br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"7","labels":{"resourceVersion":"x","t":"\u003cb\u003e"}},"data":{"v":"1.50"}}"#;
+        let out = with_resource_version(obj, 12).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"12","labels":{"resourceVersion":"x","t":"\u003cb\u003e"}},"data":{"v":"1.50"}}"#
+        );
+        assert!(with_resource_version(b"[1]", 3).is_none());
+        assert!(with_resource_version(br#"{"metadata":{}}"#, 3).is_none());
     }
 
     #[test]

@@ -122,11 +122,107 @@ impl ListOptions {
                 ));
             }
         }
-        if causes.is_empty() {
-            Ok(())
-        } else {
-            Err(Status::invalid("meta.k8s.io", "ListOptions", "", causes))
+        if self.send_initial_events.is_some() {
+            causes.push(Cause {
+                reason: "FieldValueForbidden".into(),
+                message: "Forbidden: sendInitialEvents is forbidden for list".into(),
+                field: "sendInitialEvents".into(),
+            });
         }
+        invalid_if_any(causes)
+    }
+
+    /// `ValidateListOptions` for watches (`validateWatchOptions`, with the
+    /// WatchList feature on, as current apiservers have it).
+    pub fn validate_watch(&self) -> Result<(), Status> {
+        let mut causes = Vec::new();
+        let forbidden = |msg: &str| Cause {
+            reason: "FieldValueForbidden".into(),
+            message: format!("Forbidden: {msg}"),
+            field: "resourceVersionMatch".into(),
+        };
+        let m = self.resource_version_match.as_deref().unwrap_or("");
+        if self.send_initial_events.is_some() && m != "NotOlderThan" {
+            causes.push(forbidden(
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !m.is_empty() {
+            if self.send_initial_events.is_none() {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                causes.push(Cause {
+                    reason: "FieldValueNotSupported".into(),
+                    message: format!(
+                        "Unsupported value: \"{m}\": supported values: \"NotOlderThan\""
+                    ),
+                    field: "resourceVersionMatch".into(),
+                });
+            }
+            if self
+                .continue_token
+                .as_deref()
+                .is_some_and(|c| !c.is_empty())
+            {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+        invalid_if_any(causes)
+    }
+}
+
+fn invalid_if_any(causes: Vec<Cause>) -> Result<(), Status> {
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(Status::invalid("meta.k8s.io", "ListOptions", "", causes))
+    }
+}
+
+/// Where a watch starts, per the API concepts' watch table and streaming
+/// lists (`sendInitialEvents`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchFrom {
+    /// RV unset: the most recent state, which must be consistent.
+    Latest(Initial),
+    /// RV "0": any state.
+    Any(Initial),
+    /// RV N without initial events: every change after N.
+    After(u64),
+    /// RV N with `sendInitialEvents=true`: a state at least as new as N.
+    AtLeast(u64),
+}
+
+/// What a watch sends before the live changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Initial {
+    /// Synthetic ADDED events for the state (the legacy watch).
+    State,
+    /// Nothing (`sendInitialEvents=false`).
+    Nothing,
+    /// ADDED events, then the initial-events-end bookmark (`sendInitialEvents=true`).
+    Events,
+}
+
+impl ListOptions {
+    /// The start of a watch; validation must have passed.
+    pub fn watch_from(&self) -> Result<WatchFrom, ModeError> {
+        let initial = match self.send_initial_events {
+            None => Initial::State,
+            Some(false) => Initial::Nothing,
+            Some(true) => Initial::Events,
+        };
+        Ok(match (self.rv(), initial) {
+            ("", i) => WatchFrom::Latest(i),
+            ("0", i) => WatchFrom::Any(i),
+            (n, Initial::Events) => WatchFrom::AtLeast(numeric_rv(n)?),
+            (n, _) => WatchFrom::After(numeric_rv(n)?),
+        })
     }
 }
 
@@ -218,6 +314,81 @@ mod tests {
     }
     fn token(rv: i64) -> String {
         ContinueToken::after(rv, "ns/a").encode()
+    }
+
+    fn watch_errors(q: &str) -> Vec<String> {
+        match opts(q).validate_watch() {
+            Ok(()) => vec![],
+            Err(s) => s
+                .details
+                .map(|d| {
+                    d.causes
+                        .iter()
+                        .map(|c| format!("{}: {}", c.field, c.message))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn watch_options_are_validated_like_current_apiservers() {
+        assert!(watch_errors("watch=1&resourceVersion=5").is_empty());
+        assert!(
+            watch_errors("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")
+                .is_empty()
+        );
+        assert_eq!(
+            watch_errors("watch=1&resourceVersionMatch=NotOlderThan"),
+            vec!["resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"]
+        );
+        assert_eq!(
+            watch_errors("watch=1&sendInitialEvents=true"),
+            vec!["resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"]
+        );
+        assert_eq!(
+            watch_errors("watch=1&sendInitialEvents=false&resourceVersionMatch=Exact"),
+            vec![
+                "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                "resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"",
+            ]
+        );
+        let s = opts("sendInitialEvents=true").validate_list().unwrap_err();
+        assert_eq!(s.code, 422);
+        assert!(
+            s.message
+                .ends_with("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"),
+            "{}",
+            s.message
+        );
+    }
+
+    #[test]
+    fn where_watches_start() {
+        let from = |q: &str| opts(q).watch_from().unwrap();
+        assert_eq!(from("watch=1"), WatchFrom::Latest(Initial::State));
+        assert_eq!(from("resourceVersion=0"), WatchFrom::Any(Initial::State));
+        assert_eq!(
+            from("resourceVersion=0&sendInitialEvents=false"),
+            WatchFrom::Any(Initial::Nothing)
+        );
+        assert_eq!(from("resourceVersion=7"), WatchFrom::After(7));
+        assert_eq!(
+            from("resourceVersion=7&sendInitialEvents=false"),
+            WatchFrom::After(7)
+        );
+        assert_eq!(
+            from("resourceVersion=7&sendInitialEvents=true"),
+            WatchFrom::AtLeast(7)
+        );
+        assert_eq!(
+            from("sendInitialEvents=true"),
+            WatchFrom::Latest(Initial::Events)
+        );
+        assert!(matches!(
+            opts("resourceVersion=x").watch_from(),
+            Err(ModeError::Forward(_))
+        ));
     }
 
     // One test per row of the "resourceVersionMatch and paging parameters for

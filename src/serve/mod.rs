@@ -79,11 +79,16 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
             let verb = match read {
                 route::Read::Get { .. } => metrics::Verb::Get,
                 route::Read::List { .. } => metrics::Verb::List,
+                route::Read::Watch { .. } => metrics::Verb::Watch,
             };
             match read::execute(&tc, read).await {
                 read::Outcome::Body(b) => {
                     metrics::request(verb, &resource, 200, ServedBy::Cache);
                     json_response(StatusCode::OK, full_body(b))
+                }
+                read::Outcome::Stream(r) => {
+                    metrics::request(verb, &resource, r.status().as_u16(), ServedBy::Cache);
+                    r
                 }
                 read::Outcome::Error(s) => {
                     metrics::request(verb, &resource, s.code, ServedBy::Cache);

@@ -1,13 +1,17 @@
 //! Executing a read the router decided to serve from the cache.
 
 use super::route::{ForwardReason, Read};
+use super::watch::{self, Interference};
 use crate::cache::TypeCache;
 use crate::encode::json::{self, ListMeta};
 use crate::request::{ContinueToken, ReadMode};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
 use crate::store::Snapshot;
+use crate::upstream::Body;
 use bytes::Bytes;
+use http::Response;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a NotOlderThan read waits for the cache, as the apiserver's cacher.
@@ -15,6 +19,8 @@ pub const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
 
 pub enum Outcome {
     Body(Bytes),
+    /// A watch: the response streams on its own.
+    Stream(Response<Body>),
     Error(Status),
     Forward(ForwardReason),
 }
@@ -26,9 +32,26 @@ async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, Status> {
     }
 }
 
-pub async fn execute(tc: &TypeCache, read: Read) -> Outcome {
+pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
     let codec = tc.codec();
     match read {
+        Read::Watch {
+            spec,
+            at_least: min,
+        } => {
+            if let Some(rv) = min {
+                if let Err(s) = at_least(tc, rv).await {
+                    return Outcome::Error(s);
+                }
+            }
+            Outcome::Stream(watch::serve(
+                tc.clone(),
+                codec,
+                spec,
+                Interference::default(),
+                tc.rt.gvr.to_string(),
+            ))
+        }
         Read::Get { key, name, mode } => {
             let snap = match mode {
                 ReadMode::NotOlderThan(rv) => match at_least(tc, rv).await {

@@ -2,11 +2,12 @@
 //! answered locally, or rejected with the apiserver's error, or forwarded.
 
 use crate::cache::{Cache, TypeCache};
-use crate::request::options::ModeError;
+use crate::request::options::{Initial, ModeError, WatchFrom};
 use crate::request::{ListOptions, ReadMode, ResourcePath};
 use crate::resource::ResourceType;
 use crate::selector::field::FieldRules;
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::serve::watch::{Selection, Start, WatchSpec};
 use crate::status::Status;
 use crate::store::ListStyle;
 use http::{header, HeaderMap, Method};
@@ -17,7 +18,6 @@ pub enum ForwardReason {
     NotRead,
     NotResource,
     Subresource,
-    Watch,
     Representation,
     OutputOptions,
     UnknownType,
@@ -34,7 +34,6 @@ impl ForwardReason {
             ForwardReason::NotRead => "not_read",
             ForwardReason::NotResource => "not_resource",
             ForwardReason::Subresource => "subresource",
-            ForwardReason::Watch => "watch",
             ForwardReason::Representation => "representation",
             ForwardReason::OutputOptions => "output_options",
             ForwardReason::UnknownType => "unknown_type",
@@ -60,6 +59,11 @@ pub enum Read {
         limit: usize,
         labels: LabelSelector,
         fields: FieldSelector,
+    },
+    Watch {
+        spec: WatchSpec,
+        /// Wait for the cache to reach this version first (NotOlderThan).
+        at_least: Option<u64>,
     },
 }
 
@@ -144,9 +148,8 @@ pub fn decide(
         return Decision::Forward(F::Subresource);
     }
     let opts = ListOptions::parse(query);
-    if opts.watch || rp.legacy_watch {
-        return Decision::Forward(F::Watch);
-    }
+    // `?watch` on a named object is a get; the legacy /watch/ path is not.
+    let watching = rp.legacy_watch || (opts.watch && rp.name.is_none());
     if !opts.unparsed.is_empty() || pretty_agent(headers) {
         return Decision::Forward(F::OutputOptions);
     }
@@ -178,6 +181,9 @@ pub fn decide(
     if !tc.is_synced() {
         return Decision::Forward(F::NotSynced);
     }
+    if watching {
+        return watch(tc, rt, rp.name, namespace, &opts, consistent);
+    }
     let mode_of = |m: Result<ReadMode, ModeError>| match m {
         Ok(ReadMode::MostRecent) if consistent == ConsistentReads::Forward => {
             Err(Decision::Forward(F::Consistent))
@@ -204,15 +210,9 @@ pub fn decide(
     if let Err(s) = opts.validate_list() {
         return Decision::Reject(s);
     }
-    let labels = match LabelSelector::parse(&opts.label_selector) {
-        Ok(l) => l,
-        Err(e) => return Decision::Reject(Status::bad_request(e.to_string())),
-    };
-    let fields = match FieldSelector::parse(&opts.field_selector)
-        .and_then(|f| f.convert(field_rules(rt, &tc)))
-    {
-        Ok(f) => f,
-        Err(e) => return Decision::Reject(Status::bad_request(e.to_string())),
+    let (labels, fields) = match selectors(rt, &tc, &opts) {
+        Ok(s) => s,
+        Err(s) => return Decision::Reject(s),
     };
     let mode = match mode_of(opts.list_mode()) {
         Ok(m) => m,
@@ -226,6 +226,75 @@ pub fn decide(
             limit: opts.limit.max(0) as usize,
             labels,
             fields,
+        },
+    }
+}
+
+fn selectors(
+    rt: &ResourceType,
+    tc: &TypeCache,
+    opts: &ListOptions,
+) -> Result<(LabelSelector, FieldSelector), Status> {
+    let labels = LabelSelector::parse(&opts.label_selector)
+        .map_err(|e| Status::bad_request(e.to_string()))?;
+    let fields = FieldSelector::parse(&opts.field_selector)
+        .and_then(|f| f.convert(field_rules(rt, tc)))
+        .map_err(|e| Status::bad_request(e.to_string()))?;
+    Ok((labels, fields))
+}
+
+/// A watch of a synced type: validated, its selection and start decided.
+fn watch(
+    tc: Arc<TypeCache>,
+    rt: &ResourceType,
+    name: Option<String>,
+    namespace: Option<String>,
+    opts: &ListOptions,
+    consistent: ConsistentReads,
+) -> Decision {
+    use ForwardReason as F;
+    if let Err(s) = opts.validate_watch() {
+        return Decision::Reject(s);
+    }
+    let (labels, fields) = match selectors(rt, &tc, opts) {
+        Ok(s) => s,
+        Err(s) => return Decision::Reject(s),
+    };
+    let from = match opts.watch_from() {
+        Ok(f) => f,
+        Err(ModeError::Reject(s)) => return Decision::Reject(s),
+        Err(ModeError::Forward(_)) => return Decision::Forward(F::OutputOptions),
+    };
+    let initial = |i: Initial| match i {
+        Initial::State => Start::State,
+        Initial::Nothing => Start::Now,
+        Initial::Events => Start::InitialEvents,
+    };
+    let (start, at_least) = match from {
+        // Only a cache proven current may start at the most recent state.
+        WatchFrom::Latest(_) if consistent == ConsistentReads::Forward => {
+            return Decision::Forward(F::Consistent)
+        }
+        WatchFrom::Latest(i) | WatchFrom::Any(i) => (initial(i), None),
+        WatchFrom::After(rv) => (Start::After(rv), None),
+        WatchFrom::AtLeast(rv) => (Start::InitialEvents, Some(rv)),
+    };
+    Decision::Cache {
+        tc,
+        read: Read::Watch {
+            spec: WatchSpec {
+                start,
+                selection: Selection {
+                    labels,
+                    fields,
+                    namespace,
+                    name,
+                },
+                bookmarks: opts.allow_watch_bookmarks,
+                timeout: super::watch::timeout(opts.timeout_seconds),
+                bookmarks_after: 0,
+            },
+            at_least,
         },
     }
 }

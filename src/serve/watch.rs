@@ -184,11 +184,19 @@ pub fn event_line(codec: &TypeCodec, sel: &Selection, ev: &Event) -> Option<Byte
     let now = sel.matches(&ev.entry);
     let before = ev.prev.as_ref().is_some_and(|p| sel.matches(p));
     let kind = match (ev.kind, before, now) {
-        (EventType::Deleted, _, true) => "DELETED",
+        // Like the cacher, a deletion is judged by what was deleted.
+        (EventType::Deleted, true, _) => "DELETED",
         (EventType::Added, _, true) => "ADDED",
         (EventType::Modified, true, true) => "MODIFIED",
         (EventType::Modified, false, true) => "ADDED",
-        (EventType::Modified, true, false) => "DELETED",
+        (EventType::Modified, true, false) => {
+            // Leaving the selection: the previous content, as the watcher
+            // last matched it, at the event's version.
+            let prev = ev.prev.as_ref()?;
+            let obj = codec.object_bytes(prev);
+            let obj = json::with_resource_version(&obj, ev.rv).unwrap_or(obj);
+            return Some(json::watch_event("DELETED", &obj));
+        }
         _ => return None,
     };
     Some(json::watch_event(kind, &codec.object_bytes(&ev.entry)))

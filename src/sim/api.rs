@@ -357,6 +357,8 @@ fn watch(
     name: Option<&str>,
     opts: &ListOptions,
 ) -> Response<Body> {
+    sim.watches_served
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let sel = match selection(t, opts) {
         Ok(s) => s,
         Err(s) => return status_response(&s),

@@ -70,6 +70,8 @@ pub struct Sim {
     write_lock: Mutex<()>,
     generator: Mutex<Generator>,
     pub faults: Faults,
+    /// Watch requests answered, for tests that count upstream load.
+    pub watches_served: AtomicU64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -162,6 +164,7 @@ impl Sim {
             write_lock: Mutex::new(()),
             generator: Mutex::new(Generator::new(opts.seed)),
             faults: Faults::default(),
+            watches_served: AtomicU64::new(0),
         });
         for t in sim.types.values() {
             t.store.replace(vec![], 1);

@@ -1,0 +1,329 @@
+//! Watches served from the cache: the same event sequence as the upstream
+//! gives (types, objects, resourceVersions) while objects are created,
+//! updated, relabelled and deleted, with and without selectors; many
+//! watchers on one upstream watch; resuming; 410 for a position the cache
+//! no longer covers; streaming lists; bookmarks and the deadline.
+
+mod common;
+
+use common::*;
+use http::Method;
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+fn cm(name: &str, team: &str, data: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "labels": {"team": team}},
+           "data": {"v": data}})
+}
+
+async fn write(up: &str, method: Method, path: &str, body: Option<Value>) -> Value {
+    let r = send(method, &format!("{up}{path}"), body).await;
+    assert!(r.status.is_success(), "{path}: {}", r.text());
+    r.json()
+}
+
+/// Creates, updates, relabels and deletes two configmaps upstream.
+async fn script(up: &str, ns: &str) {
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    write(up, Method::POST, &base, Some(cm("a", "x", "1"))).await;
+    write(up, Method::POST, &base, Some(cm("b", "y", "1"))).await;
+    let mut a = write(up, Method::GET, &format!("{base}/a"), None).await;
+    a["data"]["v"] = json!("2");
+    let mut a = write(up, Method::PUT, &format!("{base}/a"), Some(a)).await;
+    let mut b = write(up, Method::GET, &format!("{base}/b"), None).await;
+    b["metadata"]["labels"]["team"] = json!("x");
+    write(up, Method::PUT, &format!("{base}/b"), Some(b)).await;
+    a["metadata"]["labels"]["team"] = json!("z");
+    write(up, Method::PUT, &format!("{base}/a"), Some(a)).await;
+    write(up, Method::DELETE, &format!("{base}/b"), None).await;
+}
+
+/// The next `n` events other than bookmarks, as (type, rv, object).
+async fn events(w: &mut WatchStream, n: usize) -> Vec<(String, String, Value)> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        let e = w.event(Duration::from_secs(10)).await;
+        let kind = e["type"].as_str().unwrap_or_default().to_string();
+        if kind == "BOOKMARK" {
+            continue;
+        }
+        let rv = e["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        out.push((kind, rv, e["object"].clone()));
+    }
+    out
+}
+
+fn rv_of(list: &Value) -> String {
+    list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn same_events_as_upstream(up: &str) {
+    let p = start_proxy(up).await;
+    let ns = format!("watch-{}-{}", std::process::id() % 100000, rand_suffix());
+    ensure_namespace(up, &ns).await;
+    wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let list = get(&format!("{up}{path}")).await.json();
+    let rv = rv_of(&list);
+    let mut streams = Vec::new();
+    for (query, count) in [
+        (format!("watch=1&resourceVersion={rv}"), 6),
+        (
+            format!("watch=1&resourceVersion={rv}&labelSelector=team%3Dx"),
+            5,
+        ),
+        (
+            format!("watch=1&resourceVersion={rv}&fieldSelector=metadata.name%3Da"),
+            3,
+        ),
+    ] {
+        let direct = WatchStream::open(&format!("{up}{path}?{query}")).await;
+        let cached = WatchStream::open(&format!("{}{path}?{query}", p.url)).await;
+        streams.push((query, count, direct, cached));
+    }
+    script(up, &ns).await;
+    for (query, count, mut direct, mut cached) in streams {
+        let a = events(&mut direct, count).await;
+        let b = events(&mut cached, count).await;
+        let brief = |v: &[(String, String, Value)]| -> Vec<String> {
+            v.iter()
+                .map(|(t, rv, o)| format!("{t} {rv} {}", o["metadata"]["name"]))
+                .collect()
+        };
+        assert_eq!(brief(&a), brief(&b), "{query}");
+        assert_eq!(a, b, "{query}");
+    }
+    // A legacy /watch/ path for one object.
+    let legacy = format!("/api/v1/watch/namespaces/{ns}/configmaps/a?resourceVersion={rv}");
+    let mut direct = WatchStream::open(&format!("{up}{legacy}")).await;
+    let mut cached = WatchStream::open(&format!("{}{legacy}", p.url)).await;
+    assert_eq!(events(&mut direct, 3).await, events(&mut cached, 3).await);
+}
+
+fn rand_suffix() -> u32 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+        % 100000
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_equal_the_simulators() {
+    let sim = SimBuilder::new().start().await;
+    tokio::time::timeout(Duration::from_secs(60), same_events_as_upstream(&sim.url))
+        .await
+        .expect("timed out");
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_equal_the_real_apiservers() {
+    let up = std::env::var("KUBECACHE_REAL_APISERVER")
+        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)");
+    tokio::time::timeout(Duration::from_secs(60), same_events_as_upstream(&up))
+        .await
+        .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_watchers_cost_one_upstream_watch() {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let upstream_watches = sim.sim.watches_served.load(Ordering::Relaxed);
+        let rv = rv_of(
+            &get(&format!("{}/api/v1/configmaps?resourceVersion=0", p.url))
+                .await
+                .json(),
+        );
+        let mut watchers = Vec::new();
+        for _ in 0..1000 {
+            watchers.push(
+                WatchStream::open(&format!(
+                    "{}/api/v1/configmaps?watch=1&resourceVersion={rv}",
+                    p.url
+                ))
+                .await,
+            );
+        }
+        let ns = "default";
+        script(&sim.url, ns).await;
+        let first = events(&mut watchers[0], 6).await;
+        for w in watchers.iter_mut().skip(1) {
+            assert_eq!(events(w, 6).await, first);
+        }
+        assert_eq!(
+            sim.sim.watches_served.load(Ordering::Relaxed),
+            upstream_watches
+        );
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_resumes_from_its_last_version_without_loss_or_repeats() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let path = "/api/v1/namespaces/default/configmaps";
+        let rv = rv_of(
+            &get(&format!("{}{path}?resourceVersion=0", p.url))
+                .await
+                .json(),
+        );
+        let mut all =
+            WatchStream::open(&format!("{}{path}?watch=1&resourceVersion={rv}", p.url)).await;
+        let mut first =
+            WatchStream::open(&format!("{}{path}?watch=1&resourceVersion={rv}", p.url)).await;
+        script(&sim.url, "default").await;
+        let expected = events(&mut all, 6).await;
+        // Read three, hang up, resume from the third's version.
+        let head = events(&mut first, 3).await;
+        drop(first);
+        let mut resumed = WatchStream::open(&format!(
+            "{}{path}?watch=1&resourceVersion={}",
+            p.url, head[2].1
+        ))
+        .await;
+        let tail = events(&mut resumed, 3).await;
+        assert_eq!([head, tail].concat(), expected);
+        assert!(matches!(
+            resumed.next(Duration::from_millis(300)).await,
+            WatchLine::Silent
+        ));
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn positions_the_cache_no_longer_covers_get_a_410_event() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let path = "/api/v1/configmaps";
+        let rv = rv_of(
+            &get(&format!("{}{path}?resourceVersion=0", p.url))
+                .await
+                .json(),
+        );
+        let mut open =
+            WatchStream::open(&format!("{}{path}?watch=1&resourceVersion={rv}", p.url)).await;
+        // Missed writes, then a compaction: kubecache's reflector relists
+        // a changed state, so the open watch cannot continue seamlessly.
+        get(&format!("{}/sim/faults?stallWatches=true", sim.url)).await;
+        script(&sim.url, "default").await;
+        get(&format!(
+            "{}/sim/faults?stallWatches=false&expire=true",
+            sim.url
+        ))
+        .await;
+        let e = open.event(Duration::from_secs(15)).await;
+        assert_eq!(e["type"], "ERROR", "{e}");
+        assert_eq!(e["object"]["code"], 410);
+        assert_eq!(e["object"]["reason"], "Expired");
+        assert!(
+            e["object"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("too old resource version: {rv} (")),
+            "{e}"
+        );
+        assert!(matches!(
+            open.next(Duration::from_secs(5)).await,
+            WatchLine::End
+        ));
+        // A new watch from before the relist is refused the same way.
+        let mut late =
+            WatchStream::open(&format!("{}{path}?watch=1&resourceVersion={rv}", p.url)).await;
+        let e = late.event(Duration::from_secs(5)).await;
+        assert_eq!(e["object"]["code"], 410, "{e}");
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_lists_end_their_initial_events_with_a_bookmark() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let list = get(&format!("{}/api/v1/configmaps?resourceVersion=0", p.url)).await.json();
+        let rv = rv_of(&list);
+        let n = list["items"].as_array().unwrap().len();
+        let mut w = WatchStream::open(&format!(
+            "{}/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={rv}&allowWatchBookmarks=true",
+            p.url
+        ))
+        .await;
+        let mut names = Vec::new();
+        for _ in 0..n {
+            let e = w.event(Duration::from_secs(5)).await;
+            assert_eq!(e["type"], "ADDED");
+            names.push(e["object"]["metadata"]["name"].as_str().unwrap().to_string());
+        }
+        let b = w.event(Duration::from_secs(5)).await;
+        assert_eq!(b["type"], "BOOKMARK", "{b}");
+        assert_eq!(b["object"]["metadata"]["resourceVersion"], rv.as_str());
+        assert_eq!(b["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+        assert_eq!(b["object"]["kind"], "ConfigMap");
+        let items: Vec<String> = list["items"].as_array().unwrap().iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect();
+        assert_eq!(names, items);
+        // The invalid combinations get the apiserver's 422.
+        let r = get(&format!("{}/api/v1/configmaps?watch=1&sendInitialEvents=true", p.url)).await;
+        assert_eq!(r.status, 422, "{}", r.text());
+        assert_eq!(r.json()["details"]["causes"][0]["message"], "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+        // A version the cache will not reach in time: 504 after the wait.
+        let far = rv.parse::<u64>().unwrap() + 1_000_000;
+        let r = get(&format!("{}/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={far}", p.url)).await;
+        assert_eq!(r.status, 504, "{}", r.text());
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bookmark_comes_just_before_the_deadline_then_a_clean_end() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let rv = rv_of(&get(&format!("{}/api/v1/configmaps?resourceVersion=0", p.url)).await.json());
+        let started = std::time::Instant::now();
+        let mut w = WatchStream::open(&format!(
+            "{}/api/v1/configmaps?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3",
+            p.url
+        ))
+        .await;
+        let b = w.event(Duration::from_secs(5)).await;
+        assert_eq!(b["type"], "BOOKMARK", "{b}");
+        assert_eq!(b["object"]["metadata"]["resourceVersion"], rv.as_str());
+        assert!(matches!(w.next(Duration::from_secs(5)).await, WatchLine::End));
+        assert!(started.elapsed() >= Duration::from_secs(3));
+        // Without allowWatchBookmarks there are none.
+        let mut quiet = WatchStream::open(&format!(
+            "{}/api/v1/configmaps?watch=1&resourceVersion={rv}&timeoutSeconds=3",
+            p.url
+        ))
+        .await;
+        assert!(matches!(quiet.next(Duration::from_secs(5)).await, WatchLine::End));
+    })
+    .await
+    .expect("timed out");
+}
