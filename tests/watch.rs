@@ -327,3 +327,56 @@ async fn a_bookmark_comes_just_before_the_deadline_then_a_clean_end() {
     .await
     .expect("timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_watcher_is_cut_off_without_holding_back_the_others() {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let path = "/api/v1/namespaces/default/configmaps";
+        let rv = rv_of(&get(&format!("{}{path}?resourceVersion=0", p.url)).await.json());
+        let url = format!("{}{path}?watch=1&resourceVersion={rv}", p.url);
+        let mut stalled = WatchStream::open(&url).await;
+        let mut live = WatchStream::open(&url).await;
+        // More backlog than a watcher may hold, in objects too big for
+        // socket buffers to hide: 4,000 events of 16 KiB.
+        const N: usize = 4000;
+        let t = sim.sim.type_of("", "v1", "configmaps").unwrap().clone();
+        let big = "x".repeat(16 * 1024);
+        let writer = {
+            let sim = sim.sim.clone();
+            tokio::task::spawn_blocking(move || {
+                for i in 0..N {
+                    let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                     "metadata": {"name": format!("big-{i}"), "namespace": "default"},
+                                     "data": {"v": big}});
+                    sim.create(&t, Some("default"), obj).unwrap();
+                }
+            })
+        };
+        let mut seen = 0;
+        let mut last = 0u64;
+        while seen < N {
+            let e = live.event(Duration::from_secs(30)).await;
+            assert_eq!(e["type"], "ADDED", "{}", e["type"]);
+            let v: u64 = e["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+            assert!(v > last, "out of order");
+            last = v;
+            seen += 1;
+        }
+        writer.await.unwrap();
+        // The stalled one was cut off: it ends before delivering everything.
+        let mut got = 0;
+        loop {
+            match stalled.next(Duration::from_secs(30)).await {
+                WatchLine::Event(_) => got += 1,
+                WatchLine::End => break,
+                WatchLine::Silent => panic!("the stalled watcher was never closed"),
+            }
+        }
+        assert!(got < N, "a stalled watcher got all {got} events");
+    })
+    .await
+    .expect("timed out");
+}
