@@ -3,25 +3,21 @@
 //! the real apiserver accepts every object (server-side dry run).
 #![cfg(feature = "real-apiserver")]
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn kubectl() -> String {
-    std::env::var("KUBECTL").expect("KUBECTL=path to kubectl (see .ci/run)")
+use common::kubectl;
+use std::path::Path;
+
+fn upstream() -> String {
+    std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)")
 }
 
+/// Offline: kustomize reads only the files under deploy/.
 fn render(overlay: &str) -> String {
-    let out = Command::new(kubectl())
-        .args(["kustomize", &format!("deploy/{overlay}")])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run kubectl kustomize");
-    assert!(
-        out.status.success(),
-        "kustomize {overlay}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let dir = format!("{}/deploy/{overlay}", env!("CARGO_MANIFEST_DIR"));
+    let (ok, out, err) = kubectl(&upstream(), &["kustomize", &dir], None);
+    assert!(ok, "kustomize {overlay}: {err}");
+    out
 }
 
 fn objects(yaml: &str) -> Vec<serde_yaml::Value> {
@@ -55,37 +51,12 @@ fn config_files(objs: &[serde_yaml::Value]) -> Vec<(String, String)> {
 }
 
 fn dry_run(yaml: &str) {
-    let up = std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER");
+    let up = upstream();
     // Server-side dry run needs the namespace to exist for real.
-    let ns = Command::new(kubectl())
-        .args(["--server", &up, "create", "namespace", "kubecache"])
-        .output()
-        .unwrap();
-    assert!(
-        ns.status.success() || String::from_utf8_lossy(&ns.stderr).contains("AlreadyExists"),
-        "{}",
-        String::from_utf8_lossy(&ns.stderr)
-    );
-    let mut child = Command::new(kubectl())
-        .args(["--server", &up, "apply", "--dry-run=server", "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(yaml.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "dry run refused: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (ok, _, err) = kubectl(&up, &["create", "namespace", "kubecache"], None);
+    assert!(ok || err.contains("AlreadyExists"), "{err}");
+    let (ok, _, err) = kubectl(&up, &["apply", "--dry-run=server", "-f", "-"], Some(yaml));
+    assert!(ok, "dry run refused: {err}");
 }
 
 fn load_config(text: &str) -> kubecache::config::FileConfig {

@@ -6,40 +6,7 @@
 mod common;
 
 use common::*;
-use std::process::Command;
 use std::time::Duration;
-
-fn kubectl(server: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-    let bin = std::env::var("KUBECTL").expect("KUBECTL=path/to/kubectl (see .ci/run)");
-    let mut cmd = Command::new(bin);
-    cmd.args(["--server", server, "--request-timeout=30s"])
-        .args(args);
-    // kubectl must not pick up any kubeconfig of the machine.
-    cmd.env("KUBECONFIG", "/dev/null");
-    let out = if let Some(input) = stdin {
-        use std::io::Write;
-        let mut child = cmd
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    } else {
-        cmd.output().unwrap()
-    };
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_sees_the_same_cluster_through_kubecache() {

@@ -81,14 +81,15 @@ impl ListOptions {
         o
     }
 
+    fn continues(&self) -> bool {
+        self.continue_token
+            .as_deref()
+            .is_some_and(|c| !c.is_empty())
+    }
+
     /// `ValidateListOptions` for lists (the watch rules come with watches).
     pub fn validate_list(&self) -> Result<(), Status> {
         let mut causes = Vec::new();
-        let forbidden = |msg: &str| Cause {
-            reason: "FieldValueForbidden".into(),
-            message: format!("Forbidden: {msg}"),
-            field: "resourceVersionMatch".into(),
-        };
         if let Some(m) = self
             .resource_version_match
             .as_deref()
@@ -100,11 +101,7 @@ impl ListOptions {
                     "resourceVersionMatch is forbidden unless resourceVersion is provided",
                 ));
             }
-            if self
-                .continue_token
-                .as_deref()
-                .is_some_and(|c| !c.is_empty())
-            {
+            if self.continues() {
                 causes.push(forbidden(
                     "resourceVersionMatch is forbidden when continue is provided",
                 ));
@@ -136,11 +133,6 @@ impl ListOptions {
     /// WatchList feature on, as current apiservers have it).
     pub fn validate_watch(&self) -> Result<(), Status> {
         let mut causes = Vec::new();
-        let forbidden = |msg: &str| Cause {
-            reason: "FieldValueForbidden".into(),
-            message: format!("Forbidden: {msg}"),
-            field: "resourceVersionMatch".into(),
-        };
         let m = self.resource_version_match.as_deref().unwrap_or("");
         if self.send_initial_events.is_some() && m != "NotOlderThan" {
             causes.push(forbidden(
@@ -162,17 +154,22 @@ impl ListOptions {
                     field: "resourceVersionMatch".into(),
                 });
             }
-            if self
-                .continue_token
-                .as_deref()
-                .is_some_and(|c| !c.is_empty())
-            {
+            if self.continues() {
                 causes.push(forbidden(
                     "resourceVersionMatch is forbidden when continue is provided",
                 ));
             }
         }
         invalid_if_any(causes)
+    }
+}
+
+/// A forbidden use of `resourceVersionMatch`.
+fn forbidden(msg: &str) -> Cause {
+    Cause {
+        reason: "FieldValueForbidden".into(),
+        message: format!("Forbidden: {msg}"),
+        field: "resourceVersionMatch".into(),
     }
 }
 
