@@ -380,3 +380,47 @@ async fn a_stalled_watcher_is_cut_off_without_holding_back_the_others() {
     .await
     .expect("timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_that_missed_nothing_leaves_open_watches_running() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let tc = p
+            .cache
+            .all()
+            .into_iter()
+            .find(|t| t.rt.gvr.to_string() == "v1/configmaps")
+            .unwrap();
+        let path = "/api/v1/namespaces/default/configmaps";
+        let rv = rv_of(
+            &get(&format!("{}{path}?resourceVersion=0", p.url))
+                .await
+                .json(),
+        );
+        let mut open =
+            WatchStream::open(&format!("{}{path}?watch=1&resourceVersion={rv}", p.url)).await;
+        // A compaction with no writes: the reflector relists the same state.
+        get(&format!("{}/sim/faults?expire=true", sim.url)).await;
+        for _ in 0..300 {
+            if tc.stats.lists.load(Ordering::Relaxed) >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            tc.stats.lists.load(Ordering::Relaxed) >= 2,
+            "no relist happened"
+        );
+        script(&sim.url, "default").await;
+        let seen = events(&mut open, 6).await;
+        let kinds: Vec<&str> = seen.iter().map(|(k, _, _)| k.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["ADDED", "ADDED", "MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]
+        );
+    })
+    .await
+    .expect("timed out");
+}
