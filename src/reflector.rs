@@ -272,6 +272,7 @@ async fn watch(
         }));
     }
     let codec = tc.codec();
+    let resource = tc.rt.gvr.to_string();
     let mut body = resp.into_body();
     let mut buf = BytesMut::new();
     let mut last = rv;
@@ -300,7 +301,7 @@ async fn watch(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            last = apply_event(tc, &codec, line, last)?;
+            last = apply_event(tc, &codec, &resource, line, last)?;
             if started.elapsed() > Duration::from_secs(1) {
                 backoff.reset();
             }
@@ -312,7 +313,7 @@ async fn watch(
         }
     }
     if !buf.is_empty() && !buf.chunk().iter().all(u8::is_ascii_whitespace) {
-        last = apply_event(tc, &codec, &buf, last)?;
+        last = apply_event(tc, &codec, &resource, &buf, last)?;
     }
     Ok(Phase::Watching { rv: last })
 }
@@ -320,6 +321,7 @@ async fn watch(
 fn apply_event(
     tc: &TypeCache,
     codec: &crate::store::TypeCodec,
+    resource: &str,
     line: &[u8],
     last: u64,
 ) -> Result<u64, ReflectorError> {
@@ -358,10 +360,9 @@ fn apply_event(
         .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
     let rv = entry.rv;
     tc.store.apply(kind, Arc::new(entry))?;
-    let resource = tc.rt.gvr.to_string();
-    metrics::watch_event(&resource, kind);
+    metrics::watch_event(resource, kind);
     let (objects, bytes) = tc.store.size();
-    metrics::cache_size(&resource, objects, bytes);
+    metrics::cache_size(resource, objects, bytes);
     Ok(rv)
 }
 

@@ -58,6 +58,19 @@ async fn events(w: &mut WatchStream, n: usize) -> Vec<(String, String, Value)> {
     out
 }
 
+/// A simulator, kubecache in front with configmaps synced, and the rv of
+/// an RV=0 list of `path` through kubecache: where a test's watches start.
+async fn scene(path: &str) -> (SimServer, Proxy, String) {
+    let sim = SimBuilder::new().start().await;
+    let p = start_proxy(&sim.url).await;
+    wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+    let list = get(&format!("{}{path}?resourceVersion=0", p.url))
+        .await
+        .json();
+    let rv = rv_of(&list);
+    (sim, p, rv)
+}
+
 fn rv_of(list: &Value) -> String {
     list["metadata"]["resourceVersion"]
         .as_str()
@@ -138,15 +151,8 @@ async fn watches_equal_the_real_apiservers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_watchers_cost_one_upstream_watch() {
     tokio::time::timeout(Duration::from_secs(120), async {
-        let sim = SimBuilder::new().start().await;
-        let p = start_proxy(&sim.url).await;
-        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let (sim, p, rv) = scene("/api/v1/configmaps").await;
         let upstream_watches = sim.sim.watches_served.load(Ordering::Relaxed);
-        let rv = rv_of(
-            &get(&format!("{}/api/v1/configmaps?resourceVersion=0", p.url))
-                .await
-                .json(),
-        );
         let mut watchers = Vec::new();
         for _ in 0..1000 {
             watchers.push(
@@ -175,15 +181,8 @@ async fn a_thousand_watchers_cost_one_upstream_watch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_resumes_from_its_last_version_without_loss_or_repeats() {
     tokio::time::timeout(Duration::from_secs(60), async {
-        let sim = SimBuilder::new().start().await;
-        let p = start_proxy(&sim.url).await;
-        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
         let path = "/api/v1/namespaces/default/configmaps";
-        let rv = rv_of(
-            &get(&format!("{}{path}?resourceVersion=0", p.url))
-                .await
-                .json(),
-        );
+        let (sim, p, rv) = scene(path).await;
         let mut all =
             WatchStream::open(&format!("{}{path}?watch=1&resourceVersion={rv}", p.url)).await;
         let mut first =
@@ -212,15 +211,8 @@ async fn a_client_resumes_from_its_last_version_without_loss_or_repeats() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn positions_the_cache_no_longer_covers_get_a_410_event() {
     tokio::time::timeout(Duration::from_secs(60), async {
-        let sim = SimBuilder::new().start().await;
-        let p = start_proxy(&sim.url).await;
-        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
         let path = "/api/v1/configmaps";
-        let rv = rv_of(
-            &get(&format!("{}{path}?resourceVersion=0", p.url))
-                .await
-                .json(),
-        );
+        let (sim, p, rv) = scene(path).await;
         let mut open =
             WatchStream::open(&format!("{}{path}?watch=1&resourceVersion={rv}", p.url)).await;
         // Missed writes, then a compaction: kubecache's reflector relists
@@ -289,10 +281,23 @@ async fn streaming_lists_end_their_initial_events_with_a_bookmark() {
         let r = get(&format!("{}/api/v1/configmaps?watch=1&sendInitialEvents=true", p.url)).await;
         assert_eq!(r.status, 422, "{}", r.text());
         assert_eq!(r.json()["details"]["causes"][0]["message"], "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
-        // A version the cache will not reach in time: 504 after the wait.
+        // A version the cache will not reach in time: after the 3 s wait, an
+        // ERROR event with the Timeout Status, inside a 200 stream.
         let far = rv.parse::<u64>().unwrap() + 1_000_000;
-        let r = get(&format!("{}/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={far}", p.url)).await;
-        assert_eq!(r.status, 504, "{}", r.text());
+        let mut w = WatchStream::open(&format!(
+            "{}/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={far}",
+            p.url
+        ))
+        .await;
+        let e = w.event(Duration::from_secs(10)).await;
+        assert_eq!(e["type"], "ERROR", "{e}");
+        assert_eq!(e["object"]["code"], 504, "{e}");
+        assert_eq!(e["object"]["reason"], "Timeout", "{e}");
+        assert!(e["object"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Timeout: Too large resource version: {far}, current: ")));
+        assert!(matches!(w.next(Duration::from_secs(5)).await, WatchLine::End));
     })
     .await
     .expect("timed out");
@@ -301,10 +306,7 @@ async fn streaming_lists_end_their_initial_events_with_a_bookmark() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bookmark_comes_just_before_the_deadline_then_a_clean_end() {
     tokio::time::timeout(Duration::from_secs(60), async {
-        let sim = SimBuilder::new().start().await;
-        let p = start_proxy(&sim.url).await;
-        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
-        let rv = rv_of(&get(&format!("{}/api/v1/configmaps?resourceVersion=0", p.url)).await.json());
+        let (_sim, p, rv) = scene("/api/v1/configmaps").await;
         let started = std::time::Instant::now();
         let mut w = WatchStream::open(&format!(
             "{}/api/v1/configmaps?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3",
@@ -331,11 +333,8 @@ async fn a_bookmark_comes_just_before_the_deadline_then_a_clean_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_watcher_is_cut_off_without_holding_back_the_others() {
     tokio::time::timeout(Duration::from_secs(120), async {
-        let sim = SimBuilder::new().start().await;
-        let p = start_proxy(&sim.url).await;
-        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
         let path = "/api/v1/namespaces/default/configmaps";
-        let rv = rv_of(&get(&format!("{}{path}?resourceVersion=0", p.url)).await.json());
+        let (sim, p, rv) = scene(path).await;
         let url = format!("{}{path}?watch=1&resourceVersion={rv}", p.url);
         let mut stalled = WatchStream::open(&url).await;
         let mut live = WatchStream::open(&url).await;
@@ -384,21 +383,14 @@ async fn a_stalled_watcher_is_cut_off_without_holding_back_the_others() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_that_missed_nothing_leaves_open_watches_running() {
     tokio::time::timeout(Duration::from_secs(60), async {
-        let sim = SimBuilder::new().start().await;
-        let p = start_proxy(&sim.url).await;
-        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let path = "/api/v1/namespaces/default/configmaps";
+        let (sim, p, rv) = scene(path).await;
         let tc = p
             .cache
             .all()
             .into_iter()
             .find(|t| t.rt.gvr.to_string() == "v1/configmaps")
             .unwrap();
-        let path = "/api/v1/namespaces/default/configmaps";
-        let rv = rv_of(
-            &get(&format!("{}{path}?resourceVersion=0", p.url))
-                .await
-                .json(),
-        );
         let mut open =
             WatchStream::open(&format!("{}{path}?watch=1&resourceVersion={rv}", p.url)).await;
         // A compaction with no writes: the reflector relists the same state.

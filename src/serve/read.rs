@@ -39,9 +39,11 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
             spec,
             at_least: min,
         } => {
+            // A version the cache does not reach in time fails the watch
+            // inside its stream, as the cacher's error watcher does.
             if let Some(rv) = min {
                 if let Err(s) = at_least(tc, rv).await {
-                    return Outcome::Error(s);
+                    return Outcome::Stream(watch::error_response(&s));
                 }
             }
             Outcome::Stream(watch::serve(

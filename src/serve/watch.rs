@@ -145,7 +145,7 @@ where
                     .collect();
                 (lines, position, rx)
             }
-            None => return expired_response(rv, store.oldest()),
+            None => return error_response(&expired(rv, store.oldest())),
         },
     };
     let (tx, body) = channel_body(PENDING_MAX);
@@ -164,18 +164,23 @@ where
     json_response(StatusCode::OK, body)
 }
 
-/// The answer to a watch from before the history: one ERROR event with the
-/// cacher's 410, then the end of the stream.
-fn expired_response(rv: u64, oldest: u64) -> Response<Body> {
+/// A watch that fails after its request was accepted: as the cacher's
+/// error watcher, one ERROR event carrying the Status, then the end.
+pub fn error_response(status: &Status) -> Response<Body> {
     let (tx, body) = channel_body(1);
-    let _ = tx.try_send(expired_line(rv, oldest));
+    let _ = tx.try_send(error_line(status));
     json_response(StatusCode::OK, body)
 }
 
-fn expired_line(rv: u64, oldest: u64) -> Bytes {
-    let status = Status::expired(format!("too old resource version: {rv} ({oldest})")).to_bytes();
+fn error_line(status: &Status) -> Bytes {
+    let status = status.to_bytes();
     // The Status without its trailing newline is the event's object.
     json::watch_event("ERROR", &status[..status.len() - 1])
+}
+
+/// The cacher's 410 for a position its history no longer reaches.
+fn expired(rv: u64, oldest: u64) -> Status {
+    Status::expired(format!("too old resource version: {rv} ({oldest})"))
 }
 
 /// An event as a filtered watcher sees it: leaving the selection is a
@@ -327,7 +332,8 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                     // Events between our position and the relist were
                     // missed: the client must relist, as after a 410.
                     let oldest = (*self.source).as_ref().oldest();
-                    self.pending.push_back(expired_line(self.position, oldest));
+                    self.pending
+                        .push_back(error_line(&expired(self.position, oldest)));
                     self.closing = true;
                     return;
                 }
