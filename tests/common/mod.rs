@@ -338,12 +338,8 @@ pub async fn converged(up: &str, p: &Proxy, path: &str, within: Duration) {
 /// Runs the real kubectl (KUBECTL, installed by .ci/run) against `server`,
 /// ignoring any kubeconfig of the machine: (success, stdout, stderr).
 pub fn kubectl(server: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
-    let bin = std::env::var("KUBECTL").expect("KUBECTL=path/to/kubectl (see .ci/run)");
-    let mut cmd = std::process::Command::new(bin);
-    cmd.args(["--server", server, "--request-timeout=30s"])
-        .args(args);
-    // kubectl must not pick up any kubeconfig of the machine.
-    cmd.env("KUBECONFIG", "/dev/null");
+    let mut cmd = kubectl_command(server);
+    cmd.arg("--request-timeout=30s").args(args);
     let out = if let Some(input) = stdin {
         use std::io::Write;
         let mut child = cmd
@@ -367,4 +363,14 @@ pub fn kubectl(server: &str, args: &[&str], stdin: Option<&str>) -> (bool, Strin
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// The real kubectl aimed at `server`, ignoring any kubeconfig of the
+/// machine.
+pub fn kubectl_command(server: &str) -> std::process::Command {
+    let bin = std::env::var("KUBECTL").expect("KUBECTL=path/to/kubectl (see .ci/run)");
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["--server", server])
+        .env("KUBECONFIG", "/dev/null");
+    cmd
 }
