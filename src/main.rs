@@ -66,6 +66,10 @@ struct SimArgs {
     /// resuming clients get 410 Expired.
     #[arg(long)]
     expire_every: Option<f64>,
+    /// Serve streaming lists (`sendInitialEvents`) like a current
+    /// apiserver; without it the simulator ignores them, as v1.20 does.
+    #[arg(long)]
+    watch_list: bool,
 }
 
 impl SimArgs {
@@ -104,6 +108,7 @@ impl SimArgs {
             seed: self.seed,
             faults,
             fault_schedule: schedule,
+            watch_list: self.watch_list,
             ..Default::default()
         })
     }

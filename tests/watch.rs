@@ -249,55 +249,97 @@ async fn positions_the_cache_no_longer_covers_get_a_410_event() {
     .expect("timed out");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn streaming_lists_end_their_initial_events_with_a_bookmark() {
-    tokio::time::timeout(Duration::from_secs(60), async {
-        let sim = SimBuilder::new().start().await;
-        let p = start_proxy(&sim.url).await;
-        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
-        let list = get(&format!("{}/api/v1/configmaps?resourceVersion=0", p.url)).await.json();
-        let rv = rv_of(&list);
-        let n = list["items"].as_array().unwrap().len();
-        let mut w = WatchStream::open(&format!(
-            "{}/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={rv}&allowWatchBookmarks=true",
-            p.url
-        ))
-        .await;
-        let mut names = Vec::new();
-        for _ in 0..n {
-            let e = w.event(Duration::from_secs(5)).await;
-            assert_eq!(e["type"], "ADDED");
-            names.push(e["object"]["metadata"]["name"].as_str().unwrap().to_string());
-        }
-        let b = w.event(Duration::from_secs(5)).await;
-        assert_eq!(b["type"], "BOOKMARK", "{b}");
-        assert_eq!(b["object"]["metadata"]["resourceVersion"], rv.as_str());
-        assert_eq!(b["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
-        assert_eq!(b["object"]["kind"], "ConfigMap");
-        let items: Vec<String> = list["items"].as_array().unwrap().iter()
-            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect();
-        assert_eq!(names, items);
-        // The invalid combinations get the apiserver's 422.
-        let r = get(&format!("{}/api/v1/configmaps?watch=1&sendInitialEvents=true", p.url)).await;
-        assert_eq!(r.status, 422, "{}", r.text());
-        assert_eq!(r.json()["details"]["causes"][0]["message"], "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
-        // A version the cache will not reach in time: after the 3 s wait, an
-        // ERROR event with the Timeout Status, inside a 200 stream.
-        let far = rv.parse::<u64>().unwrap() + 1_000_000;
-        let mut w = WatchStream::open(&format!(
-            "{}/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={far}",
-            p.url
-        ))
-        .await;
+/// Every event up to and including the `n`th that is not a periodic
+/// bookmark (the initial-events-end bookmark counts), as (type, rv, object).
+async fn events_with_end_bookmark(w: &mut WatchStream, n: usize) -> Vec<(String, String, Value)> {
+    let mut out = Vec::new();
+    while out.len() < n {
         let e = w.event(Duration::from_secs(10)).await;
-        assert_eq!(e["type"], "ERROR", "{e}");
-        assert_eq!(e["object"]["code"], 504, "{e}");
-        assert_eq!(e["object"]["reason"], "Timeout", "{e}");
-        assert!(e["object"]["message"]
+        let end = &e["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"];
+        if e["type"] == "BOOKMARK" && end.is_null() {
+            continue;
+        }
+        let rv = e["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default();
+        out.push((
+            e["type"].as_str().unwrap_or_default().to_string(),
+            rv.to_string(),
+            e["object"].clone(),
+        ));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_lists_equal_a_current_apiservers() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // The simulator answering sendInitialEvents like a current apiserver.
+        let sim = SimBuilder::new().watch_list().start().await;
+        let up = sim.url.clone();
+        let p = start_proxy(&up).await;
+        let ns = "streaming";
+        ensure_namespace(&up, ns).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let path = format!("/api/v1/namespaces/{ns}/configmaps");
+        write(&up, Method::POST, &path, Some(cm("pre", "x", "0"))).await;
+        converged(&up, &p, &path, Duration::from_secs(10)).await;
+        let list = get(&format!("{up}{path}")).await.json();
+        let rv = rv_of(&list);
+        let streaming = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+        let mut streams = Vec::new();
+        for (query, count) in [
+            // The pre-existing configmap, the end bookmark, six changes.
+            (format!("{streaming}&resourceVersion={rv}"), 8),
+            (format!("{streaming}&resourceVersion=0"), 8),
+            (format!("{streaming}&resourceVersion=0&labelSelector=team%3Dx"), 7),
+            // No initial events: only the changes.
+            (format!("watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&resourceVersion={rv}"), 6),
+        ] {
+            let direct = WatchStream::open(&format!("{up}{path}?{query}")).await;
+            let cached = WatchStream::open(&format!("{}{path}?{query}", p.url)).await;
+            streams.push((query, count, direct, cached));
+        }
+        script(&up, ns).await;
+        for (query, count, mut direct, mut cached) in streams {
+            let a = events_with_end_bookmark(&mut direct, count).await;
+            let b = events_with_end_bookmark(&mut cached, count).await;
+            assert_eq!(a, b, "{query}");
+            if query.contains("sendInitialEvents=true") {
+                assert_eq!((a[0].0.as_str(), &a[0].2["metadata"]["name"]), ("ADDED", &json!("pre")), "{query}");
+                let (kind, mark_rv, mark) = &a[1];
+                assert_eq!(mark["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+                assert_eq!((kind.as_str(), mark["kind"].as_str()), ("BOOKMARK", Some("ConfigMap")), "{query}");
+                assert!(mark_rv.parse::<u64>().unwrap() >= rv.parse::<u64>().unwrap(), "{query}");
+            }
+        }
+        // The invalid combinations: the same 422s.
+        for query in [
+            "watch=1&sendInitialEvents=true",
+            "watch=1&sendInitialEvents=true&resourceVersionMatch=Exact&resourceVersion=5",
+            "watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=5",
+            "watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&continue=abc",
+        ] {
+            let a = get(&format!("{up}{path}?{query}")).await;
+            let b = get(&format!("{}{path}?{query}", p.url)).await;
+            assert_eq!((a.status, a.text()), (b.status, b.text()), "{query}");
+            assert_eq!(a.status, 422, "{query}: {}", a.text());
+        }
+        // A version not reached within the wait: a 200 stream carrying one
+        // ERROR event with the 504 Timeout Status, then its end.
+        let far = rv.parse::<u64>().unwrap() + 1_000_000;
+        let query = format!("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={far}");
+        let mut direct = WatchStream::open(&format!("{up}{path}?{query}")).await;
+        let mut cached = WatchStream::open(&format!("{}{path}?{query}", p.url)).await;
+        let (a, b) = (direct.event(Duration::from_secs(10)).await, cached.event(Duration::from_secs(10)).await);
+        assert_eq!((a["type"].as_str(), a["object"]["code"].as_i64()), (Some("ERROR"), Some(504)), "{a}");
+        assert_eq!(a["object"]["reason"], b["object"]["reason"]);
+        assert!(b["object"]["message"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("Timeout: Too large resource version: {far}, current: ")));
-        assert!(matches!(w.next(Duration::from_secs(5)).await, WatchLine::End));
+            .starts_with(&format!("Timeout: Too large resource version: {far}, current: ")), "{b}");
+        assert!(matches!(cached.next(Duration::from_secs(5)).await, WatchLine::End));
+        assert!(matches!(direct.next(Duration::from_secs(5)).await, WatchLine::End));
     })
     .await
     .expect("timed out");

@@ -2,7 +2,7 @@
 //! answered locally, or rejected with the apiserver's error, or forwarded.
 
 use crate::cache::{Cache, TypeCache};
-use crate::request::options::{Initial, ModeError, WatchFrom};
+use crate::request::options::{ModeError, WatchFrom};
 use crate::request::{ListOptions, ReadMode, ResourcePath};
 use crate::resource::ResourceType;
 use crate::selector::field::FieldRules;
@@ -265,17 +265,12 @@ fn watch(
         Err(ModeError::Reject(s)) => return Decision::Reject(s),
         Err(ModeError::Forward(_)) => return Decision::Forward(F::OutputOptions),
     };
-    let initial = |i: Initial| match i {
-        Initial::State => Start::State,
-        Initial::Nothing => Start::Now,
-        Initial::Events => Start::InitialEvents,
-    };
     let (start, at_least) = match from {
         // Only a cache proven current may start at the most recent state.
         WatchFrom::Latest(_) if consistent == ConsistentReads::Forward => {
             return Decision::Forward(F::Consistent)
         }
-        WatchFrom::Latest(i) | WatchFrom::Any(i) => (initial(i), None),
+        WatchFrom::Latest(i) | WatchFrom::Any(i) => (i.into(), None),
         WatchFrom::After(rv) => (Start::After(rv), None),
         WatchFrom::AtLeast(rv) => (Start::InitialEvents, Some(rv)),
     };

@@ -10,6 +10,7 @@
 
 use crate::encode::json;
 use crate::metrics;
+use crate::request::options::Initial;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::serve::json_response;
 use crate::status::Status;
@@ -59,6 +60,16 @@ pub enum Start {
     /// `sendInitialEvents=true`: the state as ADDED events, then a bookmark
     /// marking their end (when bookmarks are allowed), then what follows.
     InitialEvents,
+}
+
+impl From<Initial> for Start {
+    fn from(i: Initial) -> Start {
+        match i {
+            Initial::State => Start::State,
+            Initial::Nothing => Start::Now,
+            Initial::Events => Start::InitialEvents,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

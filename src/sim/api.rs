@@ -6,7 +6,7 @@
 use super::faults::{FaultCommand, GARBAGE_LINE};
 use super::{Sim, SimType, WriteError};
 use crate::encode::json::{self, ListMeta};
-use crate::request::options::ModeError;
+use crate::request::options::{ModeError, WatchFrom};
 use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
 use crate::selector::field::FieldRules;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -101,7 +101,7 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
     });
     match (req.method().clone(), rp.name.clone()) {
         (Method::GET, _) if opts.watch || rp.legacy_watch => {
-            watch(&sim, &t, ns.as_deref(), rp.name.as_deref(), &opts)
+            watch(&sim, &t, ns.as_deref(), rp.name.as_deref(), &opts).await
         }
         (Method::GET, Some(name)) => {
             get(&t, key.as_deref().unwrap_or_default(), &name, &opts).await
@@ -350,7 +350,7 @@ async fn list(sim: &Sim, t: &SimType, ns: Option<&str>, opts: &ListOptions) -> R
     respond(StatusCode::OK, json::list(&t.codec, &meta, &page.items))
 }
 
-fn watch(
+async fn watch(
     sim: &Arc<Sim>,
     t: &Arc<SimType>,
     ns: Option<&str>,
@@ -363,17 +363,25 @@ fn watch(
         Ok(s) => s,
         Err(s) => return status_response(&s),
     };
-    // v1.20: an unset resourceVersion watches from the cache's state like "0".
-    let rv = opts.resource_version.clone().unwrap_or_default();
-    let start = if rv.is_empty() || rv == "0" {
-        Start::State
+    let start = if sim.watch_list {
+        match streaming_start(t, opts).await {
+            Ok(s) => s,
+            Err(resp) => return resp,
+        }
     } else {
-        match rv.parse::<u64>() {
-            Ok(n) => Start::After(n),
-            Err(_) => {
-                return status_response(&Status::bad_request(format!(
-                    "invalid resource version: {rv}"
-                )))
+        // v1.20: an unset resourceVersion watches from the cache's state
+        // like "0", and sendInitialEvents is not known.
+        let rv = opts.resource_version.clone().unwrap_or_default();
+        if rv.is_empty() || rv == "0" {
+            Start::State
+        } else {
+            match rv.parse::<u64>() {
+                Ok(n) => Start::After(n),
+                Err(_) => {
+                    return status_response(&Status::bad_request(format!(
+                        "invalid resource version: {rv}"
+                    )))
+                }
             }
         }
     };
@@ -404,4 +412,31 @@ fn watch(
         interference,
         t.rt.gvr.to_string(),
     )
+}
+
+/// Where a watch starts on a current apiserver (the WatchList feature):
+/// its watch-option validation, and a `sendInitialEvents` watch from a
+/// version the cache has not reached waits for it, then fails inside the
+/// stream.
+async fn streaming_start(t: &SimType, opts: &ListOptions) -> Result<Start, Response<Body>> {
+    opts.validate_watch().map_err(|s| status_response(&s))?;
+    let from = opts.watch_from().map_err(|e| match e {
+        ModeError::Reject(s) => status_response(&s),
+        ModeError::Forward(_) => status_response(&Status::bad_request(format!(
+            "invalid resource version: {}",
+            opts.resource_version.as_deref().unwrap_or_default()
+        ))),
+    })?;
+    Ok(match from {
+        // The simulator's store is its etcd: its state is the latest.
+        WatchFrom::Latest(i) | WatchFrom::Any(i) => i.into(),
+        WatchFrom::After(rv) => Start::After(rv),
+        WatchFrom::AtLeast(rv) => {
+            if let Err(have) = t.store.wait_for(rv, FRESHNESS_WAIT).await {
+                let s = Status::too_large_resource_version(rv, have);
+                return Err(watch::error_response(&s));
+            }
+            Start::InitialEvents
+        }
+    })
 }

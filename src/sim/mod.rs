@@ -45,6 +45,10 @@ pub struct SimOptions {
     pub faults: Vec<FaultCommand>,
     /// Faults repeated at an interval.
     pub fault_schedule: Vec<(Duration, FaultCommand)>,
+    /// Answer `sendInitialEvents` (streaming lists) and validate watch
+    /// options like a current apiserver with the WatchList feature, instead
+    /// of ignoring them like v1.20.
+    pub watch_list: bool,
 }
 
 impl Default for SimOptions {
@@ -59,6 +63,7 @@ impl Default for SimOptions {
             seed: 42,
             faults: vec![],
             fault_schedule: vec![],
+            watch_list: false,
         }
     }
 }
@@ -72,6 +77,7 @@ pub struct Sim {
     pub faults: Faults,
     /// Watch requests answered, for tests that count upstream load.
     pub watches_served: AtomicU64,
+    pub watch_list: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +171,7 @@ impl Sim {
             generator: Mutex::new(Generator::new(opts.seed)),
             faults: Faults::default(),
             watches_served: AtomicU64::new(0),
+            watch_list: opts.watch_list,
         });
         for t in sim.types.values() {
             t.store.replace(vec![], 1);

@@ -42,6 +42,11 @@ impl SimBuilder {
         self.opts.pods = n;
         self
     }
+    /// Streaming lists answered like a current apiserver.
+    pub fn watch_list(mut self) -> Self {
+        self.opts.watch_list = true;
+        self
+    }
     pub async fn start(self) -> SimServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
