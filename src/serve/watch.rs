@@ -14,12 +14,13 @@ use crate::request::options::Initial;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::serve::json_response;
 use crate::status::Status;
-use crate::store::{Change, Entry, Event, EventType, Store, TypeCodec, BROADCAST_CAPACITY};
+use crate::store::{Change, Entry, Event, EventType, Items, Store, TypeCodec, BROADCAST_CAPACITY};
 use crate::upstream::{channel_body, Body};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use rand::Rng;
 use std::collections::VecDeque;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
@@ -128,24 +129,23 @@ where
     S: AsRef<Store> + Send + Sync + 'static,
 {
     let store = (*source).as_ref();
-    let (initial, position, rx) = match spec.start {
+    let (initial, pending, position, rx) = match spec.start {
         Start::State | Start::InitialEvents => {
             let (snap, rx) = store.snapshot_and_subscribe();
-            let mut lines: VecDeque<Bytes> = snap
-                .items
-                .values()
-                .filter(|e| spec.selection.matches(e))
-                .map(|e| json::watch_event("ADDED", &codec.object_bytes(e)))
-                .collect();
-            if spec.start == Start::InitialEvents && spec.bookmarks {
+            let end = (spec.start == Start::InitialEvents && spec.bookmarks).then(|| {
                 let obj = json::initial_events_end_bookmark(&codec, snap.rv);
-                lines.push_back(json::watch_event("BOOKMARK", &obj));
-            }
-            (lines, snap.rv, rx)
+                json::watch_event("BOOKMARK", &obj)
+            });
+            let initial = InitialEvents {
+                items: snap.items,
+                after: None,
+                end,
+            };
+            (Some(initial), VecDeque::new(), snap.rv, rx)
         }
         Start::Now => {
             let (snap, rx) = store.snapshot_and_subscribe();
-            (VecDeque::new(), snap.rv, rx)
+            (None, VecDeque::new(), snap.rv, rx)
         }
         Start::After(rv) => match store.events_since(rv) {
             Some((past, rx)) => {
@@ -154,7 +154,7 @@ where
                     .iter()
                     .filter_map(|ev| event_line(&codec, &spec.selection, ev))
                     .collect();
-                (lines, position, rx)
+                (None, lines, position, rx)
             }
             None => return error_response(&expired(rv, store.oldest())),
         },
@@ -167,7 +167,8 @@ where
         spec,
         deadline,
         position,
-        pending: initial,
+        initial,
+        pending,
         closing: false,
         resource,
     };
@@ -196,7 +197,7 @@ fn expired(rv: u64, oldest: u64) -> Status {
 
 /// An event as a filtered watcher sees it: leaving the selection is a
 /// DELETED, entering it an ADDED, like the cacher's watcher.
-pub fn event_line(codec: &TypeCodec, sel: &Selection, ev: &Event) -> Option<Bytes> {
+pub fn event_line(codec: &Arc<TypeCodec>, sel: &Selection, ev: &Event) -> Option<Bytes> {
     let now = sel.matches(&ev.entry);
     let before = ev.prev.as_ref().is_some_and(|p| sel.matches(p));
     let kind = match (ev.kind, before, now) {
@@ -215,7 +216,34 @@ pub fn event_line(codec: &TypeCodec, sel: &Selection, ev: &Event) -> Option<Byte
         }
         _ => return None,
     };
-    Some(json::watch_event(kind, &codec.object_bytes(&ev.entry)))
+    if kind != ev.kind.as_str() {
+        return Some(json::watch_event(kind, &codec.object_bytes(&ev.entry)));
+    }
+    Some(shared_line(codec, ev))
+}
+
+/// The event's line as every watcher that sees it unchanged sends it:
+/// encoded once, then shared, so fan-out costs a refcount per watcher.
+fn shared_line(codec: &Arc<TypeCodec>, ev: &Event) -> Bytes {
+    let encode = || json::watch_event(ev.kind.as_str(), &codec.object_bytes(&ev.entry));
+    let (with, line) = ev.line.get_or_init(|| (codec.clone(), encode()));
+    if Arc::ptr_eq(with, codec) {
+        line.clone()
+    } else {
+        // A watcher still holding the type's previous codec.
+        encode()
+    }
+}
+
+/// The state a watch starts with, sent as ADDED events a few at a time as
+/// the client takes them, so that a watch of a large type does not hold
+/// all its lines at once.
+struct InitialEvents {
+    items: Items,
+    /// The key of the last item sent.
+    after: Option<Arc<str>>,
+    /// The initial-events-end bookmark, sent after the items.
+    end: Option<Bytes>,
 }
 
 struct Watcher<S> {
@@ -226,6 +254,8 @@ struct Watcher<S> {
     /// The last resourceVersion this watcher has accounted for: events at
     /// or below it are not sent again, and bookmarks carry it.
     position: u64,
+    /// Initial events still to send; live changes wait until they are.
+    initial: Option<InitialEvents>,
     pending: VecDeque<Bytes>,
     /// Set once the stream must end after what is queued (a 410 ERROR).
     closing: bool,
@@ -280,9 +310,13 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
             if self.closing && self.pending.is_empty() {
                 return End::Done;
             }
+            self.refill();
             let stalled = *stall.borrow_and_update();
             let sending = !stalled && !self.pending.is_empty();
-            let taking = !stalled && !self.closing && self.pending.len() < PENDING_MAX;
+            let taking = !stalled
+                && !self.closing
+                && self.initial.is_none()
+                && self.pending.len() < PENDING_MAX;
             let bookmark = async {
                 match bookmark_at {
                     Some(at) => tokio::time::sleep_until(at).await,
@@ -316,13 +350,52 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                         return End::TooSlow;
                     }
                 }
-                _ = bookmark, if !stalled && !self.closing => {
+                // Like the cacher, no bookmark among the initial events.
+                _ = bookmark, if !stalled && !self.closing && self.initial.is_none() => {
                     bookmark_at = self.next_bookmark();
                     if self.position > self.spec.bookmarks_after {
                         let obj = json::bookmark_object(&self.codec, self.position);
                         self.pending.push_back(json::watch_event("BOOKMARK", &obj));
                     }
                 }
+            }
+        }
+    }
+
+    /// Queues initial events until the queue is full or they are all out.
+    fn refill(&mut self) {
+        let Some(init) = &mut self.initial else {
+            return;
+        };
+        let room = PENDING_MAX.saturating_sub(self.pending.len());
+        if room == 0 {
+            return;
+        }
+        let rest = match &init.after {
+            None => init.items.range::<_, str>(..),
+            Some(k) => init
+                .items
+                .range::<_, str>((Bound::Excluded(&**k), Bound::Unbounded)),
+        };
+        let mut taken = 0;
+        let mut last = None;
+        for (key, e) in rest {
+            last = Some(key);
+            if self.spec.selection.matches(e) {
+                let obj = self.codec.object_bytes(e);
+                self.pending.push_back(json::watch_event("ADDED", &obj));
+                taken += 1;
+                if taken == room {
+                    break;
+                }
+            }
+        }
+        match last {
+            Some(key) if taken == room => init.after = Some(key.clone()),
+            _ => {
+                // Every item is out: the end bookmark, then live changes.
+                self.pending.extend(init.end.take());
+                self.initial = None;
             }
         }
     }
@@ -351,5 +424,117 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                 self.position = self.position.max(rv);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{HistoryLimits, ListStyle};
+    use http_body_util::BodyExt;
+    use serde_json::json;
+
+    fn codec() -> Arc<TypeCodec> {
+        Arc::new(TypeCodec::new(
+            "",
+            "v1",
+            "ConfigMap",
+            false,
+            ListStyle::Typed,
+        ))
+    }
+
+    fn store_of(n: usize) -> Arc<Store> {
+        let store = Store::new(HistoryLimits::default());
+        let entries = (0..n)
+            .map(|i| Arc::new(Entry::for_test(&format!("cm-{i:04}"), 1)))
+            .collect();
+        store.replace(entries, 7);
+        Arc::new(store)
+    }
+
+    /// Everything the watch sends until it ends.
+    async fn lines(resp: Response<Body>) -> Vec<serde_json::Value> {
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        serde_json::Deserializer::from_slice(&body)
+            .into_iter::<serde_json::Value>()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    fn spec(start: Start, name: Option<&str>) -> WatchSpec {
+        WatchSpec {
+            start,
+            selection: Selection {
+                name: name.map(str::to_string),
+                ..Default::default()
+            },
+            bookmarks: true,
+            timeout: Duration::from_millis(300),
+            bookmarks_after: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn initial_events_come_in_key_order_many_times_the_queue_then_the_end_bookmark() {
+        let n = PENDING_MAX * 3 + 5;
+        let resp = serve(
+            store_of(n),
+            codec(),
+            spec(Start::InitialEvents, None),
+            Interference::default(),
+            "v1/configmaps".into(),
+        );
+        let got = lines(resp).await;
+        assert_eq!(got.len(), n + 1);
+        for (i, e) in got[..n].iter().enumerate() {
+            assert_eq!(e["type"], "ADDED");
+            assert_eq!(e["object"]["metadata"]["name"], format!("cm-{i:04}"));
+        }
+        let end = &got[n];
+        assert_eq!(end["type"], "BOOKMARK");
+        assert_eq!(end["object"]["metadata"]["resourceVersion"], "7");
+        assert_eq!(
+            end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+            "true"
+        );
+    }
+
+    #[tokio::test]
+    async fn initial_events_skip_what_the_selection_excludes() {
+        let resp = serve(
+            store_of(PENDING_MAX * 2),
+            codec(),
+            spec(Start::State, Some("cm-0100")),
+            Interference::default(),
+            "v1/configmaps".into(),
+        );
+        let got = lines(resp).await;
+        let names: Vec<_> = got
+            .iter()
+            .map(|e| (e["type"].clone(), e["object"]["metadata"]["name"].clone()))
+            .collect();
+        assert_eq!(names, [(json!("ADDED"), json!("cm-0100"))]);
+    }
+
+    #[test]
+    fn watchers_that_see_an_event_unchanged_share_one_encoded_line() {
+        let store = store_of(2);
+        let (_, rx) = store.snapshot_and_subscribe();
+        drop(rx);
+        store
+            .apply(EventType::Modified, Arc::new(Entry::for_test("cm-0001", 8)))
+            .unwrap();
+        let (past, _) = store.events_since(7).unwrap();
+        let codec = codec();
+        let all = Selection::default();
+        let a = event_line(&codec, &all, &past[0]).unwrap();
+        let b = event_line(&codec, &all, &past[0]).unwrap();
+        assert_eq!(a.as_ptr(), b.as_ptr());
+        // A watcher holding another codec gets its own, equal, line.
+        let other = Arc::new((*codec).clone());
+        let c = event_line(&other, &all, &past[0]).unwrap();
+        assert_eq!(a, c);
+        assert_ne!(a.as_ptr(), c.as_ptr());
     }
 }

@@ -10,9 +10,10 @@ pub mod page;
 
 pub use entry::{Entry, EntryError, ListStyle, TypeCodec};
 
+use bytes::Bytes;
 use imbl::OrdMap;
 use std::collections::VecDeque;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, watch};
 
@@ -63,6 +64,16 @@ pub struct Event {
     pub entry: Arc<Entry>,
     pub prev: Option<Arc<Entry>>,
     at: Instant,
+    /// The event as a watch line, encoded once by the first watcher that
+    /// sends it as it is and shared by all the others; tagged with the
+    /// codec it was encoded with.
+    pub line: OnceLock<(Arc<TypeCodec>, Bytes)>,
+}
+
+impl AsRef<Store> for Store {
+    fn as_ref(&self) -> &Store {
+        self
+    }
 }
 
 /// A consistent view of the type at one resource version.
@@ -202,6 +213,7 @@ impl Store {
                 entry,
                 prev,
                 at: Instant::now(),
+                line: OnceLock::new(),
             });
             s.history.push_back(event.clone());
             self.trim(&mut s);
