@@ -30,7 +30,7 @@ async fn write(up: &str, method: Method, path: &str, body: Option<Value>) -> Val
 
 /// A fresh namespace upstream holding one pod, `p0`.
 async fn namespace_with_a_pod(up: &str, tag: &str) -> String {
-    let ns = format!("{tag}-{}-{}", std::process::id() % 100000, nanos() % 100000);
+    let ns = format!("{tag}-{}", unique_suffix());
     ensure_namespace(up, &ns).await;
     let base = format!("/api/v1/namespaces/{ns}/pods");
     write(up, Method::POST, &base, Some(pod("p0", "web"))).await;
@@ -48,14 +48,6 @@ async fn churn(up: &str, ns: &str) {
     write(up, Method::PUT, &format!("{base}/p1"), Some(p1)).await;
     write(up, Method::DELETE, &format!("{base}/p2"), None).await;
     write(up, Method::DELETE, &format!("{base}/p0"), None).await;
-}
-
-fn nanos() -> u32 {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos()
 }
 
 /// namespace/name → resourceVersion of every item upstream lists now.

@@ -288,62 +288,6 @@ async fn custom_resources_equal_the_real_apiservers() {
 }
 
 #[cfg(feature = "real-apiserver")]
-fn crd(plural: &str, kind: &str, scope: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.kubecache.test")},
-        "spec": {
-            "group": "kubecache.test",
-            "scope": scope,
-            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                }}}
-            }]
-        }
-    })
-}
-
-#[cfg(feature = "real-apiserver")]
-async fn establish(up: &str, body: serde_json::Value) {
-    let name = body["metadata"]["name"].as_str().unwrap().to_string();
-    let r = send(
-        Method::POST,
-        &format!("{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
-        Some(body),
-    )
-    .await;
-    assert!(r.status == 201 || r.status == 409, "{}", r.text());
-    for _ in 0..200 {
-        let r = get(&format!(
-            "{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
-        ))
-        .await;
-        let established = r.json()["status"]["conditions"]
-            .as_array()
-            .is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c["type"] == "Established" && c["status"] == "True")
-            });
-        // Established, and served: the first list can still 404 briefly.
-        let plural = name.split('.').next().unwrap();
-        if established
-            && get(&format!("{up}/apis/kubecache.test/v1/{plural}"))
-                .await
-                .status
-                == 200
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name} never became established");
-}
-
-#[cfg(feature = "real-apiserver")]
 async fn crd_battery(up: &str) {
     // Started before the CRDs exist: it must discover them later.
     let p = start_proxy(up).await;

@@ -80,7 +80,7 @@ fn rv_of(list: &Value) -> String {
 
 async fn same_events_as_upstream(up: &str) {
     let p = start_proxy(up).await;
-    let ns = format!("watch-{}-{}", std::process::id() % 100000, rand_suffix());
+    let ns = format!("watch-{}", unique_suffix());
     ensure_namespace(up, &ns).await;
     wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
@@ -119,15 +119,6 @@ async fn same_events_as_upstream(up: &str) {
     let mut direct = WatchStream::open(&format!("{up}{legacy}")).await;
     let mut cached = WatchStream::open(&format!("{}{legacy}", p.url)).await;
     assert_eq!(events(&mut direct, 3).await, events(&mut cached, 3).await);
-}
-
-fn rand_suffix() -> u32 {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos()
-        % 100000
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

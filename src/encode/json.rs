@@ -122,15 +122,6 @@ pub fn watch_event(kind: &str, object: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// A BOOKMARK's object: only kind, apiVersion and the resource version.
-pub fn bookmark_object(codec: &TypeCodec, rv: u64) -> Bytes {
-    Bytes::from(format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\",\"creationTimestamp\":null}}}}",
-        json_str(&codec.kind),
-        json_str(&codec.api_version)
-    ))
-}
-
 /// A JSON object's members in order, each value's bytes untouched.
 struct Members(Vec<(String, Box<RawValue>)>);
 
@@ -188,16 +179,6 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Option<Bytes> {
     let mut b = BytesMut::with_capacity(object.len() + 8);
     top.write(&mut b);
     Some(b.freeze())
-}
-
-/// The bookmark that closes `sendInitialEvents`: the annotation tells the
-/// client that the initial state has been sent in full.
-pub fn initial_events_end_bookmark(codec: &TypeCodec, rv: u64) -> Bytes {
-    Bytes::from(format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\",\"creationTimestamp\":null,\"annotations\":{{\"k8s.io/initial-events-end\":\"true\"}}}}}}",
-        json_str(&codec.kind),
-        json_str(&codec.api_version)
-    ))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! kubecache's watches and the simulator's come from here; the simulator
 //! adds its faults through `Interference`.
 
-use crate::encode::json;
+use crate::encode::{bookmark, json};
 use crate::metrics;
 use crate::request::options::Initial;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -133,7 +133,7 @@ where
         Start::State | Start::InitialEvents => {
             let (snap, rx) = store.snapshot_and_subscribe();
             let end = (spec.start == Start::InitialEvents && spec.bookmarks).then(|| {
-                let obj = json::initial_events_end_bookmark(&codec, snap.rv);
+                let obj = bookmark::object(&codec, snap.rv, true);
                 json::watch_event("BOOKMARK", &obj)
             });
             let initial = InitialEvents {
@@ -354,7 +354,7 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                 _ = bookmark, if !stalled && !self.closing && self.initial.is_none() => {
                     bookmark_at = self.next_bookmark();
                     if self.position > self.spec.bookmarks_after {
-                        let obj = json::bookmark_object(&self.codec, self.position);
+                        let obj = bookmark::object(&self.codec, self.position, false);
                         self.pending.push_back(json::watch_event("BOOKMARK", &obj));
                     }
                 }

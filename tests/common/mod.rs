@@ -379,3 +379,70 @@ pub fn kubectl_command(server: &str) -> std::process::Command {
         .env("KUBECONFIG", "/dev/null");
     cmd
 }
+
+/// A CustomResourceDefinition in group kubecache.test, version v1.
+pub fn crd(plural: &str, kind: &str, scope: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.kubecache.test")},
+        "spec": {
+            "group": "kubecache.test",
+            "scope": scope,
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind, "listKind": format!("{kind}List")},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                }}}
+            }]
+        }
+    })
+}
+
+/// Creates a CRD upstream (fine if it exists) and waits until it serves.
+pub async fn establish(up: &str, body: serde_json::Value) {
+    let name = body["metadata"]["name"].as_str().unwrap().to_string();
+    let r = send(
+        Method::POST,
+        &format!("{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+        Some(body),
+    )
+    .await;
+    assert!(r.status == 201 || r.status == 409, "{}", r.text());
+    for _ in 0..200 {
+        let r = get(&format!(
+            "{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        ))
+        .await;
+        let established = r.json()["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+            });
+        // Established, and served: the first list can still 404 briefly.
+        let plural = name.split('.').next().unwrap();
+        if established
+            && get(&format!("{up}/apis/kubecache.test/v1/{plural}"))
+                .await
+                .status
+                == 200
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{name} never became established");
+}
+
+/// A suffix for names no earlier run has used: the process id and the
+/// clock's nanoseconds.
+pub fn unique_suffix() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{}-{}", std::process::id() % 100000, nanos % 100000)
+}
