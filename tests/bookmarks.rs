@@ -125,6 +125,12 @@ fn kinds(ns: &str, sfx: &str) -> Vec<(String, String, Value)> {
         obj["metadata"] = meta.clone();
         (path, resource, obj)
     })
+    .chain(std::iter::once({
+        // A CRD of its own, never established here: only its event counts.
+        let plural = format!("b{}", sfx.replace('-', ""));
+        let (path, resource) = cluster("apiextensions.k8s.io/v1", "customresourcedefinitions");
+        (path, resource, crd(&plural, "Bm", "Namespaced"))
+    }))
     .collect()
 }
 
