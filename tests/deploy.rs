@@ -60,9 +60,12 @@ fn dry_run(yaml: &str) {
 }
 
 fn load_config(text: &str) -> kubecache::config::FileConfig {
+    // One file per call: the tests run in parallel in one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("kubecache-deploy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("kubecache.yaml");
+    let p = dir.join(format!("kubecache-{call}.yaml"));
     std::fs::write(&p, text).unwrap();
     kubecache::config::FileConfig::load(&p).unwrap_or_else(|e| panic!("{e}"))
 }

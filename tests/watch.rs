@@ -449,3 +449,74 @@ async fn a_relist_that_missed_nothing_leaves_open_watches_running() {
     .await
     .expect("timed out");
 }
+
+/// A raw HTTP/1.1 exchange: the header lines but `Date`, and the chunks
+/// of a chunked body, read until the server closes.
+#[cfg(feature = "real-apiserver")]
+async fn raw_chunks(base: &str, path: &str) -> (Vec<String>, Vec<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, mut body) = text.split_once("\r\n\r\n").unwrap();
+    let headers = head
+        .split("\r\n")
+        .filter(|l| !l.starts_with("Date:"))
+        .map(str::to_string)
+        .collect();
+    let mut chunks = Vec::new();
+    loop {
+        let (size, rest) = body.split_once("\r\n").unwrap();
+        let size = usize::from_str_radix(size, 16).unwrap();
+        if size == 0 {
+            break;
+        }
+        chunks.push(rest[..size].to_string());
+        body = &rest[size + 2..];
+    }
+    (headers, chunks)
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_framing_equals_the_real_apiservers() {
+    let up = std::env::var("KUBECACHE_REAL_APISERVER")
+        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)");
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let p = start_proxy(&up).await;
+        let ns = format!("framing-{}", unique_suffix());
+        ensure_namespace(&up, &ns).await;
+        let base = format!("/api/v1/namespaces/{ns}/configmaps");
+        for name in ["a", "b", "c"] {
+            write(&up, Method::POST, &base, Some(cm(name, "x", "1"))).await;
+        }
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        converged(&up, &p, &base, Duration::from_secs(10)).await;
+        let path = format!("{base}?watch=1&resourceVersion=0&timeoutSeconds=1");
+        let (direct, cached) = tokio::join!(raw_chunks(&up, &path), raw_chunks(&p.url, &path));
+        // The same status line and headers, spelled the same way.
+        assert_eq!(cached.0, direct.0);
+        // The same events (the v1.20 cacher sends the state in no
+        // particular order, and flushes only when it has nothing queued,
+        // so several events can share a chunk)…
+        let events = |chunks: &[String]| {
+            let mut lines: Vec<String> = chunks.concat().lines().map(str::to_string).collect();
+            lines.sort();
+            lines
+        };
+        assert_eq!(events(&cached.1), events(&direct.1));
+        assert_eq!(events(&direct.1).len(), 3);
+        // …and kubecache flushes each event as soon as it has it: one JSON
+        // document and a newline per chunk.
+        for chunk in &cached.1 {
+            assert!(chunk.ends_with('\n'), "{chunk:?}");
+            serde_json::from_str::<Value>(chunk).unwrap();
+        }
+    })
+    .await
+    .expect("timed out");
+}

@@ -156,7 +156,10 @@ pub async fn serve_http<F, Fut>(
     Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
 {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // Header names as Go's net/http writes them (Content-Type, not
+    // content-type): a client must not tell kubecache from the apiserver.
+    builder.http1().title_case_headers(true);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
