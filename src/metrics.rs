@@ -23,11 +23,18 @@ impl ServedBy {
     }
 }
 
+/// The apiserver's request verbs (its `verb` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
     Get,
     List,
     Watch,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    DeleteCollection,
+    /// Anything else, e.g. non-resource paths.
     Other,
 }
 
@@ -37,7 +44,40 @@ impl Verb {
             Verb::Get => "GET",
             Verb::List => "LIST",
             Verb::Watch => "WATCH",
+            Verb::Post => "POST",
+            Verb::Put => "PUT",
+            Verb::Patch => "PATCH",
+            Verb::Delete => "DELETE",
+            Verb::DeleteCollection => "DELETECOLLECTION",
             Verb::Other => "OTHER",
+        }
+    }
+
+    /// The verb of a request as the apiserver's RequestInfo names it: a
+    /// read of a collection is a LIST, or a WATCH with `watch`; a legacy
+    /// `/watch/` path is always a WATCH.
+    pub fn of(
+        method: &http::Method,
+        path: Option<&crate::request::ResourcePath>,
+        watch: bool,
+    ) -> Verb {
+        use http::Method;
+        let Some(p) = path else {
+            return Verb::Other;
+        };
+        let named = p.name.is_some();
+        match *method {
+            Method::GET | Method::HEAD if p.legacy_watch => Verb::Watch,
+            // `?watch` on a named object is still a get to the apiserver.
+            Method::GET | Method::HEAD if named => Verb::Get,
+            Method::GET | Method::HEAD if watch => Verb::Watch,
+            Method::GET | Method::HEAD => Verb::List,
+            Method::POST => Verb::Post,
+            Method::PUT => Verb::Put,
+            Method::PATCH => Verb::Patch,
+            Method::DELETE if named => Verb::Delete,
+            Method::DELETE => Verb::DeleteCollection,
+            _ => Verb::Other,
         }
     }
 }
@@ -104,4 +144,36 @@ pub fn reflector_error(resource: &str, e: &ReflectorError) {
 pub fn watcher_terminated(resource: &str) {
     counter!("apiserver_terminated_watchers_total", "resource" => resource.to_string())
         .increment(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::ResourcePath;
+    use http::Method;
+
+    fn verb(method: Method, path: &str, watch: bool) -> &'static str {
+        Verb::of(&method, ResourcePath::parse(path).as_ref(), watch).as_str()
+    }
+
+    #[test]
+    fn verbs_are_named_as_the_apiservers_request_info_names_them() {
+        let cms = "/api/v1/namespaces/a/configmaps";
+        assert_eq!(verb(Method::GET, cms, false), "LIST");
+        assert_eq!(verb(Method::GET, cms, true), "WATCH");
+        assert_eq!(verb(Method::GET, &format!("{cms}/x"), false), "GET");
+        assert_eq!(verb(Method::GET, &format!("{cms}/x"), true), "GET");
+        assert_eq!(
+            verb(
+                Method::GET,
+                "/api/v1/watch/namespaces/a/configmaps/x",
+                false
+            ),
+            "WATCH"
+        );
+        assert_eq!(verb(Method::DELETE, &format!("{cms}/x"), false), "DELETE");
+        assert_eq!(verb(Method::DELETE, cms, false), "DELETECOLLECTION");
+        assert_eq!(verb(Method::POST, cms, false), "POST");
+        assert_eq!(verb(Method::GET, "/version", false), "OTHER");
+    }
 }

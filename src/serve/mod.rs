@@ -71,42 +71,36 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
         req.uri().query(),
         req.headers(),
     );
-    let resource = crate::request::ResourcePath::parse(&path)
-        .map(|p| p.resource)
-        .unwrap_or_default();
+    let rp = crate::request::ResourcePath::parse(&path);
+    let watch = crate::request::ListOptions::parse(req.uri().query()).watch;
+    let verb = metrics::Verb::of(req.method(), rp.as_ref(), watch);
+    let resource = rp.map(|p| p.resource).unwrap_or_default();
     match decision {
-        Decision::Cache { tc, read } => {
-            let verb = match read {
-                route::Read::Get { .. } => metrics::Verb::Get,
-                route::Read::List { .. } => metrics::Verb::List,
-                route::Read::Watch { .. } => metrics::Verb::Watch,
-            };
-            match read::execute(&tc, read).await {
-                read::Outcome::Body(b) => {
-                    metrics::request(verb, &resource, 200, ServedBy::Cache);
-                    json_response(StatusCode::OK, full_body(b))
-                }
-                read::Outcome::Stream(r) => {
-                    metrics::request(verb, &resource, r.status().as_u16(), ServedBy::Cache);
-                    r
-                }
-                read::Outcome::Error(s) => {
-                    metrics::request(verb, &resource, s.code, ServedBy::Cache);
-                    status_response(&s)
-                }
-                read::Outcome::Forward(reason) => {
-                    metrics::forwarded(reason.as_str());
-                    forward(&state, req, verb, &resource).await
-                }
+        Decision::Cache { tc, read } => match read::execute(&tc, read).await {
+            read::Outcome::Body(b) => {
+                metrics::request(verb, &resource, 200, ServedBy::Cache);
+                json_response(StatusCode::OK, full_body(b))
             }
-        }
+            read::Outcome::Stream(r) => {
+                metrics::request(verb, &resource, r.status().as_u16(), ServedBy::Cache);
+                r
+            }
+            read::Outcome::Error(s) => {
+                metrics::request(verb, &resource, s.code, ServedBy::Cache);
+                status_response(&s)
+            }
+            read::Outcome::Forward(reason) => {
+                metrics::forwarded(reason.as_str());
+                forward(&state, req, verb, &resource).await
+            }
+        },
         Decision::Reject(s) => {
-            metrics::request(metrics::Verb::List, &resource, s.code, ServedBy::Cache);
+            metrics::request(verb, &resource, s.code, ServedBy::Cache);
             status_response(&s)
         }
         Decision::Forward(reason) => {
             metrics::forwarded(reason.as_str());
-            forward(&state, req, metrics::Verb::Other, &resource).await
+            forward(&state, req, verb, &resource).await
         }
     }
 }
