@@ -188,6 +188,13 @@ impl Status {
         )
     }
 
+    /// The body as the apiserver's WriteRawJSON writes it when no
+    /// representation of the error fits the Accept header: indented JSON
+    /// (two spaces), no trailing newline.
+    pub fn to_indented_bytes(&self) -> Bytes {
+        Bytes::from(serde_json::to_vec_pretty(self).expect("Status always serializes"))
+    }
+
     /// The body exactly as the apiserver writes it: compact JSON and a newline.
     pub fn to_bytes(&self) -> Bytes {
         let mut v = serde_json::to_vec(self).expect("Status always serializes");

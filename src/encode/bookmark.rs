@@ -29,8 +29,21 @@ pub fn object(codec: &TypeCodec, rv: u64, initial_events_end: bool) -> Bytes {
             r#"{{"apiVersion":{api_version},"kind":{kind},"metadata":{{{annotations}"resourceVersion":"{rv}"}}}}"#
         ));
     }
-    let (fixed_annotation, rest) = zero_value(&codec.group, &codec.kind);
-    let annotations: Vec<&str> = fixed_annotation
+    let (_, rest) = zero_value(&codec.group, &codec.kind);
+    let meta = object_meta(codec, rv, initial_events_end);
+    Bytes::from(format!(
+        r#"{{"kind":{kind},"apiVersion":{api_version},"metadata":{meta}{rest}}}"#
+    ))
+}
+
+/// A bookmark's metadata as an `ObjectMeta` encodes it, which is also
+/// what a metadata-only watch's bookmark carries.
+pub fn object_meta(codec: &TypeCodec, rv: u64, initial_events_end: bool) -> String {
+    let fixed = match codec.style {
+        ListStyle::Typed => zero_value(&codec.group, &codec.kind).0,
+        ListStyle::Unstructured => None,
+    };
+    let annotations: Vec<&str> = fixed
         .into_iter()
         .chain(initial_events_end.then_some(INITIAL_EVENTS_END))
         .collect();
@@ -39,9 +52,7 @@ pub fn object(codec: &TypeCodec, rv: u64, initial_events_end: bool) -> Bytes {
     } else {
         format!(r#","annotations":{{{}}}"#, annotations.join(","))
     };
-    Bytes::from(format!(
-        r#"{{"kind":{kind},"apiVersion":{api_version},"metadata":{{"resourceVersion":"{rv}","creationTimestamp":null{annotations}}}{rest}}}"#
-    ))
+    format!(r#"{{"resourceVersion":"{rv}","creationTimestamp":null{annotations}}}"#)
 }
 
 /// The empty pod template of workload kinds.

@@ -33,7 +33,7 @@ fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
-fn list_meta(meta: &ListMeta, style: ListStyle) -> String {
+pub(crate) fn list_meta(meta: &ListMeta, style: ListStyle) -> String {
     let mut fields: Vec<String> = Vec::with_capacity(3);
     let rv = format!("\"resourceVersion\":\"{}\"", meta.resource_version);
     let cont = meta

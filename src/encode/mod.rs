@@ -3,3 +3,60 @@
 
 pub mod bookmark;
 pub mod json;
+pub mod meta;
+
+use crate::request::accept::MetaVersion;
+use crate::store::{Entry, TypeCodec};
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// The representation the cache serves a request in, as negotiated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Repr {
+    /// The objects themselves, as JSON.
+    #[default]
+    Json,
+    /// PartialObjectMetadata (a list: PartialObjectMetadataList).
+    Metadata(MetaVersion),
+}
+
+impl Repr {
+    /// One object in this representation, self-describing.
+    pub fn object(self, codec: &TypeCodec, e: &Entry) -> Bytes {
+        match self {
+            Repr::Json => codec.object_bytes(e),
+            Repr::Metadata(v) => meta::partial_object(v, &e.meta),
+        }
+    }
+
+    /// A get's body: the object and a newline.
+    pub fn body(self, codec: &TypeCodec, e: &Entry) -> Bytes {
+        match self {
+            Repr::Json => json::object(codec, e),
+            Repr::Metadata(v) => {
+                let mut b = meta::partial_object(v, &e.meta).to_vec();
+                b.push(b'\n');
+                Bytes::from(b)
+            }
+        }
+    }
+
+    /// A list's body.
+    pub fn list(self, codec: &TypeCodec, m: &json::ListMeta, items: &[Arc<Entry>]) -> Bytes {
+        match self {
+            Repr::Json => json::list(codec, m, items),
+            Repr::Metadata(v) => meta::partial_list(v, m, items),
+        }
+    }
+
+    /// A bookmark's object in this representation.
+    pub fn bookmark(self, codec: &TypeCodec, rv: u64, initial_events_end: bool) -> Bytes {
+        match self {
+            Repr::Json => bookmark::object(codec, rv, initial_events_end),
+            Repr::Metadata(v) => {
+                let m = bookmark::object_meta(codec, rv, initial_events_end);
+                meta::partial_object(v, m.as_bytes())
+            }
+        }
+    }
+}

@@ -3,10 +3,11 @@
 //! options with the apiserver's validation. Nothing here decides where a
 //! request is served; `serve::route` does.
 
+pub mod accept;
 pub mod continue_token;
 pub mod options;
 pub mod path;
 
 pub use continue_token::ContinueToken;
 pub use options::{ListOptions, ReadMode};
-pub use path::{ResourcePath, Verb};
+pub use path::ResourcePath;

@@ -1,12 +1,5 @@
 //! Resource paths, parsed like the apiserver's `RequestInfoFactory`.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    Get,
-    List,
-    Watch,
-}
-
 /// `/api/v1/namespaces/ns/pods/name/status` and its relatives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourcePath {

@@ -9,8 +9,10 @@ pub mod watch;
 
 use crate::cache::Cache;
 use crate::metrics::{self, ServedBy};
+use crate::request::accept;
 use crate::status::Status;
 use crate::upstream::{full_body, Body};
+use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -47,9 +49,24 @@ pub fn json_response(status: StatusCode, body: Body) -> Response<Body> {
 }
 
 pub fn status_response(s: &Status) -> Response<Body> {
+    status_body_response(s, s.to_bytes())
+}
+
+/// An error made here for a request with these headers: written as the
+/// apiserver's ErrorNegotiated writes it, which negotiates the error
+/// without conversions and falls back to indented JSON.
+fn error_response(s: &Status, headers: &http::HeaderMap) -> Response<Body> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    match accept::negotiate(accept, accept::Endpoint::ERRORS) {
+        Some(_) => status_response(s),
+        None => status_body_response(s, s.to_indented_bytes()),
+    }
+}
+
+fn status_body_response(s: &Status, body: Bytes) -> Response<Body> {
     let mut r = json_response(
         StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        full_body(s.to_bytes()),
+        full_body(body),
     );
     if let Some(secs) = s.retry_after {
         r.headers_mut()
@@ -87,7 +104,7 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
             }
             read::Outcome::Error(s) => {
                 metrics::request(verb, &resource, s.code, ServedBy::Cache);
-                status_response(&s)
+                error_response(&s, req.headers())
             }
             read::Outcome::Forward(reason) => {
                 metrics::forwarded(reason.as_str());
@@ -96,7 +113,7 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
         },
         Decision::Reject(s) => {
             metrics::request(verb, &resource, s.code, ServedBy::Cache);
-            status_response(&s)
+            error_response(&s, req.headers())
         }
         Decision::Forward(reason) => {
             metrics::forwarded(reason.as_str());

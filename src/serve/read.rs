@@ -3,7 +3,7 @@
 use super::route::{ForwardReason, Read};
 use super::watch::{self, Interference};
 use crate::cache::TypeCache;
-use crate::encode::json::{self, ListMeta};
+use crate::encode::json::ListMeta;
 use crate::request::{ContinueToken, ReadMode};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
@@ -54,7 +54,12 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
                 tc.rt.gvr.to_string(),
             ))
         }
-        Read::Get { key, name, mode } => {
+        Read::Get {
+            key,
+            name,
+            mode,
+            repr,
+        } => {
             let snap = match mode {
                 ReadMode::NotOlderThan(rv) => match at_least(tc, rv).await {
                     Ok(s) => s,
@@ -63,7 +68,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
                 _ => tc.store.current(),
             };
             match snap.items.get(key.as_str()) {
-                Some(e) => Outcome::Body(json::object(&codec, e)),
+                Some(e) => Outcome::Body(repr.body(&codec, e)),
                 None => Outcome::Error(Status::not_found(
                     &tc.rt.gvr.group,
                     &tc.rt.gvr.resource,
@@ -72,6 +77,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
             }
         }
         Read::List {
+            repr,
             prefix,
             mode,
             limit,
@@ -106,7 +112,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
             };
             let page = read_page(&snap.items, &req);
             let meta = ListMeta::of_page(snap.rv, &page);
-            Outcome::Body(json::list(&codec, &meta, &page.items))
+            Outcome::Body(repr.list(&codec, &meta, &page.items))
         }
     }
 }

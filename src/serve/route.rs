@@ -2,6 +2,8 @@
 //! answered locally, or rejected with the apiserver's error, or forwarded.
 
 use crate::cache::{Cache, TypeCache};
+use crate::encode::Repr;
+use crate::request::accept::{self, Conversion, Endpoint, Media};
 use crate::request::options::{ModeError, WatchFrom};
 use crate::request::{ListOptions, ReadMode, ResourcePath};
 use crate::resource::ResourceType;
@@ -51,8 +53,10 @@ pub enum Read {
         key: String,
         name: String,
         mode: ReadMode,
+        repr: Repr,
     },
     List {
+        repr: Repr,
         /// `ns/` or "".
         prefix: String,
         mode: ReadMode,
@@ -84,39 +88,48 @@ pub enum ConsistentReads {
     ServeStale,
 }
 
-/// Whether the client's first acceptable representation is plain JSON (the
-/// only one served from the cache so far).
-pub fn wants_plain_json(accept: Option<&str>) -> bool {
-    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
-        return true;
+/// What a read returns: one object, a list, or a stream of events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Object,
+    List,
+    Watch,
+}
+
+/// The representation negotiated on `Accept`, if the cache can serve it:
+/// JSON objects, or their metadata in the form that fits the request.
+/// Everything else — YAML, protobuf, Tables (not yet), a metadata form
+/// that does not fit, nothing acceptable — goes upstream, which answers
+/// it (406 included) exactly.
+fn representation(headers: &HeaderMap, tc: &TypeCache, shape: Shape) -> Option<Repr> {
+    let accept = match headers.get(header::ACCEPT) {
+        None => None,
+        Some(v) => Some(v.to_str().ok()?),
     };
-    let mut ranges: Vec<(f32, bool, &str)> = Vec::new();
-    for part in accept.split(',') {
-        let mut params = part.split(';');
-        let media = params.next().unwrap_or("").trim();
-        let mut q = 1.0f32;
-        let mut conversion = false;
-        for p in params {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            match k.trim() {
-                "q" => q = v.trim().parse().unwrap_or(-1.0),
-                "as" | "g" | "v" => conversion = true,
-                _ => {}
-            }
-        }
-        if q > 0.0 {
-            ranges.push((q, conversion, media));
+    // Built-in resources are go-restful routes, custom resources are not.
+    let builtin = tc.codec().style == ListStyle::Typed;
+    if builtin && !accept::restful_accepts(accept) {
+        return None;
+    }
+    let n = accept::negotiate(accept, Endpoint::resource(builtin))?;
+    if n.media != Media::Json || n.pretty {
+        return None;
+    }
+    // Errors made here are negotiated apart; only JSON ones (compact, or the
+    // indented fallback when nothing fits) are made here.
+    if let Some(e) = accept::negotiate(accept, Endpoint::ERRORS) {
+        if e.media != Media::Json || e.pretty {
+            return None;
         }
     }
-    ranges.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
-    for (_, conversion, media) in ranges {
-        match media.to_ascii_lowercase().as_str() {
-            "application/json" | "*/*" | "application/*" => return !conversion,
-            "application/yaml" | "application/vnd.kubernetes.protobuf" => return false,
-            _ => continue,
+    match (n.conversion, shape) {
+        (None, _) => Some(Repr::Json),
+        (Some(Conversion::PartialObjectMetadata(v)), Shape::Object | Shape::Watch) => {
+            Some(Repr::Metadata(v))
         }
+        (Some(Conversion::PartialObjectMetadataList(v)), Shape::List) => Some(Repr::Metadata(v)),
+        _ => None,
     }
-    false
 }
 
 /// The apiserver pretty-prints JSON for these user agents.
@@ -153,9 +166,6 @@ pub fn decide(
     if !opts.unparsed.is_empty() || pretty_agent(headers) {
         return Decision::Forward(F::OutputOptions);
     }
-    if !wants_plain_json(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())) {
-        return Decision::Forward(F::Representation);
-    }
     let gvr = crate::resource::GroupVersionResource::new(&rp.group, &rp.version, &rp.resource);
     let discovery = cache.discovery();
     let Some(rt) = discovery.get(&gvr) else {
@@ -181,8 +191,18 @@ pub fn decide(
     if !tc.is_synced() {
         return Decision::Forward(F::NotSynced);
     }
+    let shape = if watching {
+        Shape::Watch
+    } else if rp.name.is_some() {
+        Shape::Object
+    } else {
+        Shape::List
+    };
+    let Some(repr) = representation(headers, &tc, shape) else {
+        return Decision::Forward(F::Representation);
+    };
     if watching {
-        return watch(tc, rt, rp.name, namespace, &opts, consistent);
+        return watch(tc, rt, rp.name, namespace, &opts, consistent, repr);
     }
     let mode_of = |m: Result<ReadMode, ModeError>| match m {
         Ok(ReadMode::MostRecent) if consistent == ConsistentReads::Forward => {
@@ -204,7 +224,12 @@ pub fn decide(
         };
         return Decision::Cache {
             tc,
-            read: Read::Get { key, name, mode },
+            read: Read::Get {
+                key,
+                name,
+                mode,
+                repr,
+            },
         };
     }
     if let Err(s) = opts.validate_list() {
@@ -221,6 +246,7 @@ pub fn decide(
     Decision::Cache {
         tc,
         read: Read::List {
+            repr,
             prefix: namespace.map(|ns| format!("{ns}/")).unwrap_or_default(),
             mode,
             limit: opts.limit.max(0) as usize,
@@ -251,6 +277,7 @@ fn watch(
     namespace: Option<String>,
     opts: &ListOptions,
     consistent: ConsistentReads,
+    repr: Repr,
 ) -> Decision {
     use ForwardReason as F;
     if let Err(s) = opts.validate_watch() {
@@ -285,6 +312,7 @@ fn watch(
                     namespace,
                     name,
                 },
+                repr,
                 bookmarks: opts.allow_watch_bookmarks,
                 timeout: super::watch::timeout(opts.timeout_seconds),
                 bookmarks_after: 0,
@@ -305,35 +333,5 @@ fn field_rules<'a>(rt: &'a ResourceType, tc: &TypeCache) -> FieldRules<'a> {
             version: &rt.gvr.version,
             kind: &rt.kind,
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plain_json_accept_headers() {
-        assert!(wants_plain_json(None));
-        assert!(wants_plain_json(Some("application/json")));
-        assert!(wants_plain_json(Some("*/*")));
-        assert!(wants_plain_json(Some("application/json, */*")));
-        assert!(wants_plain_json(Some("text/html, application/json;q=0.5")));
-    }
-
-    #[test]
-    fn conversions_and_other_encodings_are_not_plain_json() {
-        assert!(!wants_plain_json(Some(
-            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-        )));
-        assert!(!wants_plain_json(Some(
-            "application/vnd.kubernetes.protobuf, application/json"
-        )));
-        assert!(!wants_plain_json(Some("application/yaml")));
-        assert!(!wants_plain_json(Some("text/html")));
-        assert!(!wants_plain_json(Some("application/json;q=0")));
-        assert!(wants_plain_json(Some(
-            "application/yaml;q=0.1, application/json"
-        )));
     }
 }

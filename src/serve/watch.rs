@@ -8,7 +8,7 @@
 //! kubecache's watches and the simulator's come from here; the simulator
 //! adds its faults through `Interference`.
 
-use crate::encode::{bookmark, json};
+use crate::encode::{json, Repr};
 use crate::metrics;
 use crate::request::options::Initial;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -77,6 +77,8 @@ impl From<Initial> for Start {
 pub struct WatchSpec {
     pub start: Start,
     pub selection: Selection,
+    /// What each event's object is: the object, or its metadata only.
+    pub repr: Repr,
     pub bookmarks: bool,
     pub timeout: Duration,
     /// Bookmarks are only sent once the store is past this version; the
@@ -133,7 +135,7 @@ where
         Start::State | Start::InitialEvents => {
             let (snap, rx) = store.snapshot_and_subscribe();
             let end = (spec.start == Start::InitialEvents && spec.bookmarks).then(|| {
-                let obj = bookmark::object(&codec, snap.rv, true);
+                let obj = spec.repr.bookmark(&codec, snap.rv, true);
                 json::watch_event("BOOKMARK", &obj)
             });
             let initial = InitialEvents {
@@ -152,7 +154,7 @@ where
                 let position = past.last().map_or(rv, |e| e.rv.max(rv));
                 let lines = past
                     .iter()
-                    .filter_map(|ev| event_line(&codec, &spec.selection, ev))
+                    .filter_map(|ev| event_line(&codec, spec.repr, &spec.selection, ev))
                     .collect();
                 (None, lines, position, rx)
             }
@@ -197,7 +199,12 @@ fn expired(rv: u64, oldest: u64) -> Status {
 
 /// An event as a filtered watcher sees it: leaving the selection is a
 /// DELETED, entering it an ADDED, like the cacher's watcher.
-pub fn event_line(codec: &Arc<TypeCodec>, sel: &Selection, ev: &Event) -> Option<Bytes> {
+pub fn event_line(
+    codec: &Arc<TypeCodec>,
+    repr: Repr,
+    sel: &Selection,
+    ev: &Event,
+) -> Option<Bytes> {
     let now = sel.matches(&ev.entry);
     let before = ev.prev.as_ref().is_some_and(|p| sel.matches(p));
     let kind = match (ev.kind, before, now) {
@@ -210,14 +217,14 @@ pub fn event_line(codec: &Arc<TypeCodec>, sel: &Selection, ev: &Event) -> Option
             // Leaving the selection: the previous content, as the watcher
             // last matched it, at the event's version.
             let prev = ev.prev.as_ref()?;
-            let obj = codec.object_bytes(prev);
+            let obj = repr.object(codec, prev);
             let obj = json::with_resource_version(&obj, ev.rv).unwrap_or(obj);
             return Some(json::watch_event("DELETED", &obj));
         }
         _ => return None,
     };
-    if kind != ev.kind.as_str() {
-        return Some(json::watch_event(kind, &codec.object_bytes(&ev.entry)));
+    if kind != ev.kind.as_str() || repr != Repr::Json {
+        return Some(json::watch_event(kind, &repr.object(codec, &ev.entry)));
     }
     Some(shared_line(codec, ev))
 }
@@ -354,7 +361,7 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                 _ = bookmark, if !stalled && !self.closing && self.initial.is_none() => {
                     bookmark_at = self.next_bookmark();
                     if self.position > self.spec.bookmarks_after {
-                        let obj = bookmark::object(&self.codec, self.position, false);
+                        let obj = self.spec.repr.bookmark(&self.codec, self.position, false);
                         self.pending.push_back(json::watch_event("BOOKMARK", &obj));
                     }
                 }
@@ -382,7 +389,7 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
         for (key, e) in rest {
             last = Some(key);
             if self.spec.selection.matches(e) {
-                let obj = self.codec.object_bytes(e);
+                let obj = self.spec.repr.object(&self.codec, e);
                 self.pending.push_back(json::watch_event("ADDED", &obj));
                 taken += 1;
                 if taken == room {
@@ -406,8 +413,12 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
             Change::Event(ev) => {
                 if ev.rv > self.position {
                     self.position = ev.rv;
-                    self.pending
-                        .extend(event_line(&self.codec, &self.spec.selection, &ev));
+                    self.pending.extend(event_line(
+                        &self.codec,
+                        self.spec.repr,
+                        &self.spec.selection,
+                        &ev,
+                    ));
                 }
             }
             Change::Progress(rv) => self.position = self.position.max(rv),
@@ -469,6 +480,7 @@ mod tests {
                 name: name.map(str::to_string),
                 ..Default::default()
             },
+            repr: Repr::Json,
             bookmarks: true,
             timeout: Duration::from_millis(300),
             bookmarks_after: 0,
@@ -528,12 +540,12 @@ mod tests {
         let (past, _) = store.events_since(7).unwrap();
         let codec = codec();
         let all = Selection::default();
-        let a = event_line(&codec, &all, &past[0]).unwrap();
-        let b = event_line(&codec, &all, &past[0]).unwrap();
+        let a = event_line(&codec, Repr::Json, &all, &past[0]).unwrap();
+        let b = event_line(&codec, Repr::Json, &all, &past[0]).unwrap();
         assert_eq!(a.as_ptr(), b.as_ptr());
         // A watcher holding another codec gets its own, equal, line.
         let other = Arc::new((*codec).clone());
-        let c = event_line(&other, &all, &past[0]).unwrap();
+        let c = event_line(&other, Repr::Json, &all, &past[0]).unwrap();
         assert_eq!(a, c);
         assert_ne!(a.as_ptr(), c.as_ptr());
     }

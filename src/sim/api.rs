@@ -6,6 +6,7 @@
 use super::faults::{FaultCommand, GARBAGE_LINE};
 use super::{Sim, SimType, WriteError};
 use crate::encode::json::{self, ListMeta};
+use crate::encode::Repr;
 use crate::request::options::{ModeError, WatchFrom};
 use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
 use crate::selector::field::FieldRules;
@@ -387,6 +388,7 @@ async fn watch(
     };
     let spec = WatchSpec {
         start,
+        repr: Repr::Json,
         selection: watch::Selection {
             labels: sel.labels,
             fields: sel.fields,

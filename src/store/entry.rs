@@ -56,12 +56,17 @@ pub struct Entry {
     pub fields: Box<[(&'static str, Box<str>)]>,
     /// The object as a list item (see `ListStyle`).
     pub item: Bytes,
+    /// `metadata` as the apiserver encodes an `ObjectMeta`, for
+    /// PartialObjectMetadata: a slice of `item` for built-in types, a
+    /// re-encoding in struct order for custom resources (whose maps come
+    /// with sorted keys).
+    pub meta: Bytes,
 }
 
 #[derive(Deserialize)]
 struct Head<'a> {
     #[serde(borrow)]
-    metadata: Meta<'a>,
+    metadata: &'a RawValue,
 }
 
 #[derive(Deserialize)]
@@ -107,6 +112,7 @@ impl Entry {
             labels: Box::new([]),
             fields: Box::new([]),
             item: Bytes::from(format!("{{\"metadata\":{{\"name\":\"{key}\"}}}}")),
+            meta: Bytes::from(format!("{{\"name\":\"{key}\"}}")),
         }
     }
 }
@@ -171,13 +177,22 @@ impl TypeCodec {
     /// An entry from a list item's bytes, as the upstream listed it.
     pub fn from_item(&self, item: Bytes) -> Result<Entry, EntryError> {
         let head: Head = serde_json::from_slice(&item)?;
-        let name = head.metadata.name.ok_or(EntryError::NoName)?;
-        let rv_str = head.metadata.resource_version.unwrap_or_default();
+        let raw_meta = head.metadata.get();
+        let meta: Meta = serde_json::from_str(raw_meta)?;
+        let meta_bytes = match self.style {
+            ListStyle::Typed => {
+                // The slice of `item` the raw value borrows: no copy.
+                let start = raw_meta.as_ptr() as usize - item.as_ptr() as usize;
+                item.slice(start..start + raw_meta.len())
+            }
+            ListStyle::Unstructured => crate::encode::meta::object_meta(raw_meta)?,
+        };
+        let name = meta.name.ok_or(EntryError::NoName)?;
+        let rv_str = meta.resource_version.unwrap_or_default();
         let rv = rv_str
             .parse()
             .map_err(|_| EntryError::BadVersion(rv_str.to_string()))?;
-        let namespace = head
-            .metadata
+        let namespace = meta
             .namespace
             .filter(|n| !n.is_empty())
             .map(|n| Box::<str>::from(&*n));
@@ -185,8 +200,7 @@ impl TypeCodec {
             Some(ns) if self.namespaced => format!("{ns}/{name}").into(),
             _ => Arc::from(&*name),
         };
-        let labels = head
-            .metadata
+        let labels = meta
             .labels
             .unwrap_or_default()
             .into_iter()
@@ -209,6 +223,7 @@ impl TypeCodec {
             labels,
             fields,
             item,
+            meta: meta_bytes,
         })
     }
 

@@ -88,6 +88,7 @@ mod tests {
                     },
                     fields: Box::new([]),
                     item: Bytes::new(),
+                    meta: Bytes::new(),
                 };
                 (Arc::from(*k), Arc::new(e))
             })

@@ -1,0 +1,175 @@
+//! Metadata-only representations: PartialObjectMetadata for gets and watch
+//! events, PartialObjectMetadataList for lists, as the apiserver's
+//! `asPartialObjectMetadata[List]` builds them. Built-in objects' metadata
+//! bytes are reused as they are; a custom resource's metadata is
+//! re-encoded once, when cached, in `ObjectMeta` field order.
+
+use super::json::{list_meta, ListMeta};
+use crate::request::accept::MetaVersion;
+use crate::store::{Entry, ListStyle};
+use bytes::{BufMut, Bytes, BytesMut};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// `metav1.ObjectMeta` in its field order, with its `omitempty` rules.
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ObjectMeta<'a> {
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    generate_name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    namespace: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    self_link: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    uid: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    resource_version: std::borrow::Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    generation: i64,
+    /// Not omitted: a zero time is `null`.
+    #[serde(borrow, default)]
+    creation_timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    deletion_timestamp: Option<&'a RawValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deletion_grace_period_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "map_empty")]
+    labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "map_empty")]
+    annotations: BTreeMap<String, String>,
+    #[serde(borrow, default, skip_serializing_if = "Vec::is_empty")]
+    owner_references: Vec<OwnerReference<'a>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    finalizers: Vec<String>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    cluster_name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "Vec::is_empty")]
+    managed_fields: Vec<ManagedFieldsEntry<'a>>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OwnerReference<'a> {
+    #[serde(borrow, default)]
+    api_version: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    uid: std::borrow::Cow<'a, str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    controller: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    block_owner_deletion: Option<bool>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ManagedFieldsEntry<'a> {
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    manager: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    operation: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    api_version: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    time: Option<&'a RawValue>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    fields_type: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    fields_v1: Option<&'a RawValue>,
+    #[serde(borrow, default, skip_serializing_if = "str::is_empty")]
+    subresource: std::borrow::Cow<'a, str>,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+fn map_empty(m: &BTreeMap<String, String>) -> bool {
+    m.is_empty()
+}
+
+/// A custom resource's metadata (sorted keys) as an `ObjectMeta` encodes.
+pub fn object_meta(raw: &str) -> Result<Bytes, serde_json::Error> {
+    let meta: ObjectMeta = serde_json::from_str(raw)?;
+    Ok(Bytes::from(serde_json::to_vec(&meta)?))
+}
+
+fn put_partial(b: &mut BytesMut, v: MetaVersion, meta: &[u8]) {
+    b.put_slice(b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"");
+    b.put_slice(v.api_version().as_bytes());
+    b.put_slice(b"\",\"metadata\":");
+    b.put_slice(meta);
+    b.put_u8(b'}');
+}
+
+/// A PartialObjectMetadata with the given metadata bytes.
+pub fn partial_object(v: MetaVersion, meta: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(meta.len() + 80);
+    put_partial(&mut b, v, meta);
+    b.freeze()
+}
+
+/// A PartialObjectMetadataList: list metadata in `ListMeta` order whatever
+/// the resource, and `null` items when there are none, as v1.20 writes.
+pub fn partial_list(v: MetaVersion, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
+    let size: usize = items.iter().map(|e| e.meta.len() + 80).sum();
+    let mut b = BytesMut::with_capacity(size + 256);
+    b.put_slice(b"{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"");
+    b.put_slice(v.api_version().as_bytes());
+    b.put_slice(b"\",\"metadata\":");
+    b.put_slice(list_meta(meta, ListStyle::Typed).as_bytes());
+    if items.is_empty() {
+        b.put_slice(b",\"items\":null}\n");
+        return b.freeze();
+    }
+    b.put_slice(b",\"items\":[");
+    for (i, e) in items.iter().enumerate() {
+        if i > 0 {
+            b.put_u8(b',');
+        }
+        put_partial(&mut b, v, &e.meta);
+    }
+    b.put_slice(b"]}\n");
+    b.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_resource_metadata_is_reencoded_in_object_meta_order() {
+        let sorted = r#"{"annotations":{"b":"2","a":"1"},"creationTimestamp":"2026-01-01T00:00:00Z","generation":3,"labels":{"x":"y"},"managedFields":[{"apiVersion":"x/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}},"manager":"m","operation":"Update","time":"2026-01-01T00:00:00Z"}],"name":"w","namespace":"ns","ownerReferences":[{"apiVersion":"v1","blockOwnerDeletion":true,"controller":true,"kind":"Pod","name":"p","uid":"u1"}],"resourceVersion":"7","uid":"u2","unknownField":1}"#;
+        let out = object_meta(sorted).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"name":"w","namespace":"ns","uid":"u2","resourceVersion":"7","generation":3,"creationTimestamp":"2026-01-01T00:00:00Z","labels":{"x":"y"},"annotations":{"a":"1","b":"2"},"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u1","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"m","operation":"Update","apiVersion":"x/v1","time":"2026-01-01T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]}"#
+        );
+    }
+
+    #[test]
+    fn a_missing_creation_timestamp_is_null() {
+        let out = object_meta(r#"{"name":"w"}"#).unwrap();
+        assert_eq!(&out[..], br#"{"name":"w","creationTimestamp":null}"#);
+    }
+
+    #[test]
+    fn an_empty_metadata_list_has_null_items() {
+        let meta = ListMeta {
+            resource_version: 5,
+            ..Default::default()
+        };
+        assert_eq!(
+            &partial_list(MetaVersion::V1, &meta, &[])[..],
+            b"{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":null}\n"
+        );
+    }
+}

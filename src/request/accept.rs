@@ -1,0 +1,477 @@
+//! Content negotiation on `Accept`, exactly as the apiserver does it: its
+//! header parser (goautoneg: clauses sorted by q and specificity, malformed
+//! clauses skipped, a bad q read as 0 and still acceptable), then the first
+//! clause and serializer (JSON, YAML, protobuf, in that order) that the
+//! endpoint accepts, with `as`/`g`/`v` naming a conversion (Table,
+//! PartialObjectMetadata[List]) and `stream`, `sv`, `pretty` honoured.
+
+/// One clause of an Accept header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clause {
+    pub kind: String,
+    pub sub: String,
+    pub q: f64,
+    /// Parameters other than q; a repeated key keeps its last value.
+    pub params: Vec<(String, String)>,
+}
+
+impl Clause {
+    fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Splits at the first `sep`, like goautoneg's nextSplitElement.
+fn next_split(s: &str, sep: char) -> (&str, &str) {
+    match s.find(sep) {
+        Some(i) => (&s[..i], &s[i + 1..]),
+        None => (s, ""),
+    }
+}
+
+fn trim_spaces(s: &str) -> &str {
+    s.trim_matches(' ')
+}
+
+/// goautoneg.ParseAccept: the clauses in preference order.
+pub fn parse(header: &str) -> Vec<Clause> {
+    let mut out = Vec::new();
+    let mut remaining = header;
+    while !remaining.is_empty() {
+        let (part, rest) = next_split(remaining, ',');
+        remaining = rest;
+        let part = trim_spaces(part);
+        let (media, mut params_part) = next_split(part, ';');
+        let (kind, after) = next_split(media, '/');
+        let kind = trim_spaces(kind).to_string();
+        let sub = if after.is_empty() {
+            if kind != "*" {
+                continue;
+            }
+            "*".to_string()
+        } else {
+            let (sub, extra) = next_split(after, '/');
+            if !extra.is_empty() {
+                continue;
+            }
+            trim_spaces(sub).to_string()
+        };
+        let mut clause = Clause {
+            kind,
+            sub,
+            q: 1.0,
+            params: Vec::new(),
+        };
+        while !params_part.is_empty() {
+            let (p, rest) = next_split(params_part, ';');
+            params_part = rest;
+            let (key, rest) = next_split(p, '=');
+            if rest.is_empty() {
+                continue;
+            }
+            // `k=v=` still counts (as v); `k=v=w` does not.
+            let (value, extra) = next_split(rest, '=');
+            if !extra.is_empty() {
+                continue;
+            }
+            let key = trim_spaces(key);
+            if key == "q" {
+                // strconv.ParseFloat(s, 32): an error leaves 0, still a
+                // clause the server may pick.
+                clause.q = parse_go_float32(value);
+            } else {
+                let value = trim_spaces(value).to_string();
+                match clause.params.iter_mut().find(|(k, _)| k == key) {
+                    Some(slot) => slot.1 = value,
+                    None => clause.params.push((key.to_string(), value)),
+                }
+            }
+        }
+        out.push(clause);
+    }
+    // sort.Sort on fewer than 13 elements is an insertion sort; more than
+    // that is not seen in practice, and a stable sort by the same Less
+    // gives the same order for every header tried against the apiserver.
+    insertion_sort(&mut out);
+    out
+}
+
+/// Go's `ParseFloat(s, 32)`: the float32 value, ±Inf when out of range,
+/// 0 on a syntax error. Rust's grammar is Go's but for hex floats and
+/// underscores, which no q-value uses.
+fn parse_go_float32(s: &str) -> f64 {
+    s.parse::<f32>().map(f64::from).unwrap_or(0.0)
+}
+
+/// goautoneg's Less: higher q first, then concrete types before wildcards.
+fn less(a: &Clause, b: &Clause) -> bool {
+    if a.q > b.q {
+        return true;
+    }
+    if a.kind != "*" && b.kind == "*" {
+        return true;
+    }
+    if a.sub != "*" && b.sub == "*" {
+        return true;
+    }
+    false
+}
+
+fn insertion_sort(v: &mut [Clause]) {
+    for i in 1..v.len() {
+        let mut j = i;
+        while j > 0 && less(&v[j], &v[j - 1]) {
+            v.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+}
+
+/// The serializers the apiserver offers, in its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Media {
+    Json,
+    Yaml,
+    Protobuf,
+}
+
+impl Media {
+    const ALL: [Media; 3] = [Media::Json, Media::Yaml, Media::Protobuf];
+
+    fn types(self) -> (&'static str, &'static str) {
+        match self {
+            Media::Json => ("application", "json"),
+            Media::Yaml => ("application", "yaml"),
+            Media::Protobuf => ("application", "vnd.kubernetes.protobuf"),
+        }
+    }
+
+    /// YAML has no stream serializer.
+    fn streams(self) -> bool {
+        self != Media::Yaml
+    }
+}
+
+/// The `meta.k8s.io` version a conversion names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaVersion {
+    V1,
+    V1beta1,
+}
+
+impl MetaVersion {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            MetaVersion::V1 => "meta.k8s.io/v1",
+            MetaVersion::V1beta1 => "meta.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// The conversion asked for with `as`, `g` and `v`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conversion {
+    Table(MetaVersion),
+    PartialObjectMetadata(MetaVersion),
+    PartialObjectMetadataList(MetaVersion),
+}
+
+/// What the endpoint serves, for the negotiation.
+#[derive(Debug, Clone, Copy)]
+pub struct Endpoint {
+    /// Custom resources have no protobuf serializer.
+    pub protobuf: bool,
+    /// Whether `as`/`g`/`v` conversions are served at all.
+    pub conversions: bool,
+}
+
+impl Endpoint {
+    /// A resource endpoint (a RequestScope).
+    pub fn resource(protobuf: bool) -> Endpoint {
+        Endpoint {
+            protobuf,
+            conversions: true,
+        }
+    }
+
+    /// How errors are negotiated (DefaultEndpointRestrictions): no
+    /// conversions. When nothing is acceptable so, the apiserver writes the
+    /// error Status as indented JSON anyway.
+    pub const ERRORS: Endpoint = Endpoint {
+        protobuf: true,
+        conversions: false,
+    };
+}
+
+/// go-restful's route check, which the apiserver's built-in resources pass
+/// before any negotiation: some entry of the Accept header, cut at its
+/// first `;` and trimmed, is `*/*` or exactly one of the media types. It
+/// fails with a bare 406 ("406: Not Acceptable"), e.g. for
+/// `application/*`, which negotiation alone would accept.
+pub fn restful_accepts(header: Option<&str>) -> bool {
+    let header = match header {
+        None | Some("") => return true,
+        Some(h) => h,
+    };
+    header.split(',').any(|entry| {
+        let media = entry.split(';').next().unwrap_or("").trim_matches(' ');
+        media == "*/*"
+            || Media::ALL.iter().any(|m| {
+                let (kind, sub) = m.types();
+                media.len() == kind.len() + 1 + sub.len()
+                    && media.starts_with(kind)
+                    && media.ends_with(sub)
+                    && media.as_bytes()[kind.len()] == b'/'
+            })
+    })
+}
+
+/// The outcome of negotiation: the serializer and the conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Negotiated {
+    pub media: Media,
+    pub conversion: Option<Conversion>,
+    /// `pretty=1` in the Accept clause.
+    pub pretty: bool,
+    /// A `stream=watch` parameter was given.
+    pub stream: bool,
+}
+
+/// NegotiateMediaTypeOptions for a resource endpoint: `None` when nothing
+/// is acceptable (the apiserver's 406).
+pub fn negotiate(header: Option<&str>, endpoint: Endpoint) -> Option<Negotiated> {
+    let header = header.unwrap_or("");
+    if header.is_empty() {
+        return Some(Negotiated {
+            media: Media::Json,
+            conversion: None,
+            pretty: false,
+            stream: false,
+        });
+    }
+    for clause in parse(header) {
+        for media in Media::ALL {
+            let (kind, sub) = media.types();
+            let matches = (clause.kind == kind && (clause.sub == sub || clause.sub == "*"))
+                || (clause.kind == "*" && clause.sub == "*");
+            if matches {
+                if let Some(n) = accept(&clause, media, endpoint) {
+                    return Some(n);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// acceptMediaTypeOptions with the RequestScope's restrictions.
+fn accept(clause: &Clause, media: Media, endpoint: Endpoint) -> Option<Negotiated> {
+    let mut stream = false;
+    if let Some(v) = clause.param("stream").filter(|v| !v.is_empty()) {
+        if !media.streams() || v != "watch" {
+            return None;
+        }
+        stream = true;
+    }
+    if clause
+        .param("sv")
+        .is_some_and(|v| !v.is_empty() && v != "v1")
+    {
+        return None;
+    }
+    let pretty = clause.param("pretty") == Some("1");
+    let (as_, g, v) = (clause.param("as"), clause.param("g"), clause.param("v"));
+    let conversion = if as_.is_none() && g.is_none() && v.is_none() {
+        if media == Media::Protobuf && !endpoint.protobuf {
+            return None;
+        }
+        None
+    } else {
+        if !endpoint.conversions {
+            return None;
+        }
+        let version = match (g.unwrap_or(""), v.unwrap_or("")) {
+            ("meta.k8s.io", "v1") => MetaVersion::V1,
+            ("meta.k8s.io", "v1beta1") => MetaVersion::V1beta1,
+            _ => return None,
+        };
+        Some(match as_.unwrap_or("") {
+            "Table" if media != Media::Protobuf => Conversion::Table(version),
+            "PartialObjectMetadata" => Conversion::PartialObjectMetadata(version),
+            "PartialObjectMetadataList" => Conversion::PartialObjectMetadataList(version),
+            _ => return None,
+        })
+    };
+    Some(Negotiated {
+        media,
+        conversion,
+        pretty,
+        stream,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUILTIN: Endpoint = Endpoint {
+        protobuf: true,
+        conversions: true,
+    };
+    const CUSTOM: Endpoint = Endpoint {
+        protobuf: false,
+        conversions: true,
+    };
+
+    fn n(h: &str) -> Option<(Media, Option<Conversion>)> {
+        negotiate(Some(h), BUILTIN).map(|n| (n.media, n.conversion))
+    }
+
+    #[test]
+    fn no_header_is_json() {
+        assert_eq!(negotiate(None, BUILTIN).unwrap().media, Media::Json);
+        assert_eq!(negotiate(Some(""), BUILTIN).unwrap().media, Media::Json);
+    }
+
+    #[test]
+    fn wildcards_pick_the_first_serializer() {
+        assert_eq!(n("*/*"), Some((Media::Json, None)));
+        assert_eq!(n("*"), Some((Media::Json, None)));
+        assert_eq!(n("application/*"), Some((Media::Json, None)));
+        assert_eq!(n("text/html, */*;q=0.8"), Some((Media::Json, None)));
+    }
+
+    #[test]
+    fn kubectls_table_header_asks_for_a_v1_table_first() {
+        let h = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(
+            n(h),
+            Some((Media::Json, Some(Conversion::Table(MetaVersion::V1))))
+        );
+    }
+
+    #[test]
+    fn parameters_may_come_in_any_order_with_spaces() {
+        assert_eq!(
+            n("application/json; g=meta.k8s.io ;v=v1beta1; as=PartialObjectMetadataList"),
+            Some((
+                Media::Json,
+                Some(Conversion::PartialObjectMetadataList(MetaVersion::V1beta1))
+            ))
+        );
+    }
+
+    #[test]
+    fn unknown_conversions_fall_through_to_the_next_clause() {
+        assert_eq!(
+            n("application/json;as=Foo;g=meta.k8s.io;v=v1, application/yaml"),
+            Some((Media::Yaml, None))
+        );
+        assert_eq!(n("application/json;as=Table"), None);
+        assert_eq!(n("application/json;as=Table;g=apps;v=v1"), None);
+        // Tables are JSON or YAML only; metadata can be protobuf.
+        assert_eq!(
+            n("application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"),
+            None
+        );
+        assert_eq!(
+            n("application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"),
+            Some((
+                Media::Protobuf,
+                Some(Conversion::PartialObjectMetadata(MetaVersion::V1))
+            ))
+        );
+    }
+
+    #[test]
+    fn q_values_order_the_clauses_and_bad_ones_count_as_zero() {
+        assert_eq!(
+            n("application/yaml;q=0.5, application/json"),
+            Some((Media::Json, None))
+        );
+        assert_eq!(
+            n("application/json;q=0.1, application/yaml;q=0.9"),
+            Some((Media::Yaml, None))
+        );
+        // q=0 is not a refusal to goautoneg.
+        assert_eq!(n("application/json;q=0"), Some((Media::Json, None)));
+        assert_eq!(
+            n("application/json;q=abc, application/yaml;q=0.1"),
+            Some((Media::Yaml, None))
+        );
+        assert_eq!(n("application/json;q=abc"), Some((Media::Json, None)));
+    }
+
+    #[test]
+    fn malformed_clauses_are_skipped() {
+        assert_eq!(n("application"), None);
+        assert_eq!(n("application/json/x"), None);
+        assert_eq!(n(",,,"), None);
+        assert_eq!(n("text/html"), None);
+        // Media types are case-sensitive to the apiserver.
+        assert_eq!(n("Application/JSON"), None);
+        assert_eq!(n("application/json;;;x"), Some((Media::Json, None)));
+    }
+
+    #[test]
+    fn stream_and_server_version_parameters_restrict() {
+        assert_eq!(
+            n("application/json;stream=watch"),
+            Some((Media::Json, None))
+        );
+        assert_eq!(n("application/yaml;stream=watch"), None);
+        assert_eq!(n("application/json;stream=other"), None);
+        assert_eq!(n("application/json;sv=v2"), None);
+        assert_eq!(n("application/json;sv=v1"), Some((Media::Json, None)));
+    }
+
+    #[test]
+    fn custom_resources_have_no_protobuf() {
+        let h = Some("application/vnd.kubernetes.protobuf, application/json;q=0.5");
+        assert_eq!(negotiate(h, CUSTOM).unwrap().media, Media::Json);
+        assert_eq!(negotiate(h, BUILTIN).unwrap().media, Media::Protobuf);
+    }
+
+    #[test]
+    fn pretty_is_a_parameter_too() {
+        assert!(
+            negotiate(Some("application/json;pretty=1"), BUILTIN)
+                .unwrap()
+                .pretty
+        );
+        assert!(
+            !negotiate(Some("application/json;pretty=0"), BUILTIN)
+                .unwrap()
+                .pretty
+        );
+    }
+
+    #[test]
+    fn go_restful_wants_an_exact_media_type_or_any() {
+        assert!(restful_accepts(None));
+        assert!(restful_accepts(Some(
+            "application/json;as=Table;g=meta.k8s.io;v=v1"
+        )));
+        assert!(restful_accepts(Some("text/html, */*;q=0.1")));
+        assert!(restful_accepts(Some(" application/yaml ")));
+        assert!(!restful_accepts(Some("application/*")));
+        assert!(!restful_accepts(Some("*")));
+        assert!(!restful_accepts(Some("Application/JSON")));
+        assert!(!restful_accepts(Some("application/json/extra")));
+    }
+
+    #[test]
+    fn errors_are_negotiated_without_conversions() {
+        let meta = Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+        assert_eq!(negotiate(meta, Endpoint::ERRORS), None);
+        let with_json =
+            Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json");
+        assert_eq!(
+            negotiate(with_json, Endpoint::ERRORS).unwrap().media,
+            Media::Json
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! Representations from the cache against the real apiserver: metadata-only
+//! gets, lists and watches equal the apiserver's byte for byte (built-in
+//! types and custom resources), and unusual Accept headers get the same
+//! status through kubecache as directly.
+#![cfg(feature = "real-apiserver")]
+
+mod common;
+
+use common::*;
+use http::{Method, Request};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const META_V1: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+const META_LIST_V1: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const META_LIST_V1BETA1: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1";
+
+fn upstream() -> String {
+    std::env::var("KUBECACHE_REAL_APISERVER")
+        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)")
+}
+
+/// A GET with an Accept header: (status, content-type, body).
+async fn fetch(url: &str, accept: &str) -> (u16, String, String) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
+    let req = Request::builder()
+        .uri(url)
+        .header("accept", accept)
+        .body(Full::default())
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, ct, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// The same answer directly and through kubecache.
+async fn same(up: &str, kc: &str, path: &str, accept: &str) -> (u16, String) {
+    let a = fetch(&format!("{up}{path}"), accept).await;
+    let b = fetch(&format!("{kc}{path}"), accept).await;
+    assert_eq!(b, a, "{path} with {accept}");
+    (a.0, a.2)
+}
+
+/// v1.20 leaves remainingItemCount out of PartialObjectMetadataList; kubecache
+/// keeps it, as current apiservers do. Equal otherwise.
+async fn same_metadata_page(up: &str, kc: &str, path: &str, accept: &str) -> Value {
+    let a = fetch(&format!("{up}{path}"), accept).await;
+    let b = fetch(&format!("{kc}{path}"), accept).await;
+    assert_eq!((a.0, &a.1), (b.0, &b.1), "{path}");
+    let (va, mut vb): (Value, Value) = (
+        serde_json::from_str(&a.2).unwrap(),
+        serde_json::from_str(&b.2).unwrap(),
+    );
+    assert!(va["metadata"].get("remainingItemCount").is_none());
+    assert!(vb["metadata"]["remainingItemCount"].is_number(), "{}", b.2);
+    vb["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("remainingItemCount");
+    assert_eq!(
+        serde_json::to_string(&vb).unwrap(),
+        serde_json::to_string(&va).unwrap()
+    );
+    vb
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_reads_equal_the_real_apiservers() {
+    let up = upstream();
+    tokio::time::timeout(Duration::from_secs(90), async {
+        establish(&up, crd("widgets", "Widget", "Namespaced")).await;
+        let p = start_proxy(&up).await;
+        let kc = p.url.clone();
+        let ns = format!("meta-{}", unique_suffix());
+        ensure_namespace(&up, &ns).await;
+        let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+        let widgets = format!("/apis/kubecache.test/v1/namespaces/{ns}/widgets");
+        for i in 0..3 {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm{i}"), "labels": {"i": i.to_string()},
+                             "annotations": {"z": "1", "a": "2"},
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u-1", "controller": true}],
+                             "finalizers": ["x.io/f"]},
+                "data": {"k": "v"}});
+            assert_eq!(send(Method::POST, &format!("{up}{cms}"), Some(cm)).await.status, 201);
+            let w = json!({"apiVersion": "kubecache.test/v1", "kind": "Widget",
+                "metadata": {"name": format!("w{i}"), "labels": {"i": i.to_string()},
+                             "annotations": {"z": "1", "a": "2"},
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u-1", "blockOwnerDeletion": true}]},
+                "spec": {"size": i}});
+            assert_eq!(send(Method::POST, &format!("{up}{widgets}"), Some(w)).await.status, 201);
+        }
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        wait_synced(&p, "/apis/kubecache.test/v1/widgets", "kubecache.test/v1/widgets").await;
+        converged(&up, &p, &cms, Duration::from_secs(10)).await;
+        converged(&up, &p, &widgets, Duration::from_secs(10)).await;
+        for base in [&cms, &widgets] {
+            let one = if base == &cms { "cm1" } else { "w1" };
+            // Gets, v1 and v1beta1; a missing object's 404.
+            same(&up, &kc, &format!("{base}/{one}?resourceVersion=0"), META_V1).await;
+            same(&up, &kc, &format!("{base}/{one}?resourceVersion=0"),
+                 "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1").await;
+            same(&up, &kc, &format!("{base}/nope?resourceVersion=0"), META_V1).await;
+            // Whole lists (RV=0: one page), label-selected and empty ones.
+            for query in ["resourceVersion=0&labelSelector=i%3D1", "resourceVersion=0&labelSelector=i%3D9"] {
+                same(&up, &kc, &format!("{base}?{query}"), META_LIST_V1).await;
+                same(&up, &kc, &format!("{base}?{query}"), META_LIST_V1BETA1).await;
+            }
+            // A page of a paginated list at an exact version the cache holds.
+            let rv = get(&format!("{kc}{base}?resourceVersion=0")).await.json()["metadata"]["resourceVersion"]
+                .as_str().unwrap().to_string();
+            let page = same_metadata_page(&up, &kc,
+                &format!("{base}?resourceVersion={rv}&resourceVersionMatch=Exact&limit=2"),
+                META_LIST_V1).await;
+            assert_eq!(page["items"].as_array().unwrap().len(), 2);
+            // The wrong metadata form for the request: the apiserver's 406
+            // (v1.20 answers a custom resource's get with a 500).
+            let (code, _) = same(&up, &kc, &format!("{base}/{one}?resourceVersion=0"), META_LIST_V1).await;
+            assert_eq!(code, if base == &cms { 406 } else { 500 });
+            let (code, _) = same(&up, &kc, &format!("{base}?resourceVersion=0"), META_V1).await;
+            assert_eq!(code, 406);
+        }
+        // A metadata watch: the same events as upstream's.
+        let rv = get(&format!("{up}{cms}")).await.json()["metadata"]["resourceVersion"]
+            .as_str().unwrap().to_string();
+        let path = format!("{cms}?watch=1&resourceVersion={rv}");
+        let mut direct = MetaWatch::open(&format!("{up}{path}")).await;
+        let mut cached = MetaWatch::open(&format!("{kc}{path}")).await;
+        let mut cm = get(&format!("{up}{cms}/cm0")).await.json();
+        cm["metadata"]["labels"]["i"] = json!("changed");
+        assert_eq!(send(Method::PUT, &format!("{up}{cms}/cm0"), Some(cm)).await.status, 200);
+        assert_eq!(send(Method::DELETE, &format!("{up}{cms}/cm2"), None).await.status, 200);
+        for _ in 0..2 {
+            let (a, b) = (direct.line().await, cached.line().await);
+            assert_eq!(b, a);
+            assert!(a.contains("\"kind\":\"PartialObjectMetadata\""), "{a}");
+        }
+    })
+    .await
+    .expect("timed out");
+}
+
+/// A metadata-only watch read line by line.
+struct MetaWatch {
+    body: hyper::body::Incoming,
+    buf: Vec<u8>,
+}
+
+impl MetaWatch {
+    async fn open(url: &str) -> MetaWatch {
+        let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
+        let req = Request::builder()
+            .uri(url)
+            .header("accept", META_V1)
+            .body(Full::default())
+            .unwrap();
+        let resp = client.request(req).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        MetaWatch {
+            body: resp.into_body(),
+            buf: Vec::new(),
+        }
+    }
+
+    async fn line(&mut self) -> String {
+        loop {
+            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return String::from_utf8(line).unwrap();
+            }
+            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
+                .await
+                .expect("no event")
+                .expect("stream ended")
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                self.buf.extend_from_slice(&data);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusual_accept_headers_get_the_apiservers_answer() {
+    let up = upstream();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let p = start_proxy(&up).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let path = "/api/v1/namespaces/default/configmaps?resourceVersion=0";
+        for accept in [
+            "text/html",
+            "application/json;q=abc",
+            "application/json;q=0",
+            "application/json;q=0.5, application/yaml;q=0.9",
+            "Application/JSON",
+            "application",
+            "application/json/extra",
+            "*",
+            "application/*;q=0.2",
+            "application/json;as=Table",
+            "application/json;as=Foo;g=meta.k8s.io;v=v1",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v2",
+            "application/json;v=v1;as=PartialObjectMetadataList;g=meta.k8s.io",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1;q=0.1, text/plain",
+            "application/json;stream=watch",
+            "application/json;sv=v9",
+            ",,, ;;",
+            "application/json;;;=;a==b",
+        ] {
+            let direct = fetch(&format!("{up}{path}"), accept).await;
+            let cached = fetch(&format!("{}{path}", p.url), accept).await;
+            assert_eq!((cached.0, &cached.1), (direct.0, &direct.1), "{accept}");
+            if direct.0 == 406 || direct.1 == "application/json" {
+                assert_eq!(cached.2, direct.2, "{accept}");
+            }
+        }
+    })
+    .await
+    .expect("timed out");
+}
