@@ -18,28 +18,21 @@ fn kinds(ns: &str, sfx: &str) -> Vec<(String, String, Value)> {
     let workload = json!({"selector": {"matchLabels": {"a": "b"}}, "template": template});
     let job_template =
         json!({"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}});
-    let in_ns = |group_version: &str, plural: &str| {
+    // (collection path, readyz resource) in the namespace or cluster-wide.
+    let at = |scope: &str, group_version: &str, plural: &str| {
         let prefix = if group_version == "v1" {
             "/api"
         } else {
             "/apis"
         };
         (
-            format!("{prefix}/{group_version}/namespaces/{ns}/{plural}"),
+            format!("{prefix}/{group_version}/{scope}{plural}"),
             format!("{group_version}/{plural}"),
         )
     };
-    let cluster = |group_version: &str, plural: &str| {
-        let prefix = if group_version == "v1" {
-            "/api"
-        } else {
-            "/apis"
-        };
-        (
-            format!("{prefix}/{group_version}/{plural}"),
-            format!("{group_version}/{plural}"),
-        )
-    };
+    let in_ns_scope = format!("namespaces/{ns}/");
+    let in_ns = |group_version: &str, plural: &str| at(&in_ns_scope, group_version, plural);
+    let cluster = |group_version: &str, plural: &str| at("", group_version, plural);
     let mut statefulset = workload.clone();
     statefulset["serviceName"] = json!("s");
     [
@@ -150,8 +143,7 @@ async fn bookmark(url: String, what: String) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bookmarks_equal_the_real_apiservers() {
-    let up = std::env::var("KUBECACHE_REAL_APISERVER")
-        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)");
+    let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(120), async {
         establish(&up, crd("markers", "Marker", "Namespaced")).await;
         let p = start_proxy(&up).await;

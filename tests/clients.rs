@@ -163,12 +163,6 @@ async fn kube_rs_reflectors_converge_to_the_real_apiservers_state() {
     reflectors_converge(&real_apiserver()).await;
 }
 
-#[cfg(feature = "real-apiserver")]
-fn real_apiserver() -> String {
-    std::env::var("KUBECACHE_REAL_APISERVER")
-        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)")
-}
-
 /// A `kubectl get -w` running in the background; what it printed so far.
 struct KubectlWatch {
     child: std::process::Child,

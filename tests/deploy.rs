@@ -5,17 +5,13 @@
 
 mod common;
 
-use common::kubectl;
+use common::{kubectl, real_apiserver};
 use std::path::Path;
-
-fn upstream() -> String {
-    std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)")
-}
 
 /// Offline: kustomize reads only the files under deploy/.
 fn render(overlay: &str) -> String {
     let dir = format!("{}/deploy/{overlay}", env!("CARGO_MANIFEST_DIR"));
-    let (ok, out, err) = kubectl(&upstream(), &["kustomize", &dir], None);
+    let (ok, out, err) = kubectl(&real_apiserver(), &["kustomize", &dir], None);
     assert!(ok, "kustomize {overlay}: {err}");
     out
 }
@@ -51,7 +47,7 @@ fn config_files(objs: &[serde_yaml::Value]) -> Vec<(String, String)> {
 }
 
 fn dry_run(yaml: &str) {
-    let up = upstream();
+    let up = real_apiserver();
     // Server-side dry run needs the namespace to exist for real.
     let (ok, _, err) = kubectl(&up, &["create", "namespace", "kubecache"], None);
     assert!(ok || err.contains("AlreadyExists"), "{err}");

@@ -267,8 +267,7 @@ async fn answers_equal_the_simulators() {
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_equal_the_real_apiservers() {
-    let up = std::env::var("KUBECACHE_REAL_APISERVER")
-        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)");
+    let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(120), battery(&up))
         .await
         .expect("battery timed out");
@@ -280,8 +279,7 @@ async fn answers_equal_the_real_apiservers() {
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_equal_the_real_apiservers() {
-    let up = std::env::var("KUBECACHE_REAL_APISERVER")
-        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)");
+    let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(120), crd_battery(&up))
         .await
         .expect("CRD battery timed out");

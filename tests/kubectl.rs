@@ -10,8 +10,7 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_sees_the_same_cluster_through_kubecache() {
-    let up =
-        std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)");
+    let up = real_apiserver();
     let p = start_proxy(&up).await;
     wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
     let kc = p.url.clone();

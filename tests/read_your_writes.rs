@@ -68,8 +68,7 @@ async fn consistent_reads_see_every_prior_write_on_the_simulator() {
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_see_every_prior_write_on_the_real_apiserver() {
-    let up =
-        std::env::var("KUBECACHE_REAL_APISERVER").expect("KUBECACHE_REAL_APISERVER (see .ci/run)");
+    let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(400), trials(&up, 1000))
         .await
         .expect("timed out");

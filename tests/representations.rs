@@ -19,20 +19,20 @@ const META_LIST_V1: &str = "application/json;as=PartialObjectMetadataList;g=meta
 const META_LIST_V1BETA1: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1";
 
-fn upstream() -> String {
-    std::env::var("KUBECACHE_REAL_APISERVER")
-        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)")
-}
-
-/// A GET with an Accept header: (status, content-type, body).
-async fn fetch(url: &str, accept: &str) -> (u16, String, String) {
+/// A GET with an Accept header.
+async fn request(url: &str, accept: &str) -> http::Response<hyper::body::Incoming> {
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
     let req = Request::builder()
         .uri(url)
         .header("accept", accept)
         .body(Full::default())
         .unwrap();
-    let resp = client.request(req).await.unwrap();
+    client.request(req).await.unwrap()
+}
+
+/// A GET with an Accept header: (status, content-type, body).
+async fn fetch(url: &str, accept: &str) -> (u16, String, String) {
+    let resp = request(url, accept).await;
     let status = resp.status().as_u16();
     let ct = resp
         .headers()
@@ -76,7 +76,7 @@ async fn same_metadata_page(up: &str, kc: &str, path: &str, accept: &str) -> Val
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_only_reads_equal_the_real_apiservers() {
-    let up = upstream();
+    let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(90), async {
         establish(&up, crd("widgets", "Widget", "Namespaced")).await;
         let p = start_proxy(&up).await;
@@ -158,13 +158,7 @@ struct MetaWatch {
 
 impl MetaWatch {
     async fn open(url: &str) -> MetaWatch {
-        let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
-        let req = Request::builder()
-            .uri(url)
-            .header("accept", META_V1)
-            .body(Full::default())
-            .unwrap();
-        let resp = client.request(req).await.unwrap();
+        let resp = request(url, META_V1).await;
         assert_eq!(resp.status(), 200);
         MetaWatch {
             body: resp.into_body(),
@@ -192,7 +186,7 @@ impl MetaWatch {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unusual_accept_headers_get_the_apiservers_answer() {
-    let up = upstream();
+    let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(60), async {
         let p = start_proxy(&up).await;
         wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;

@@ -132,8 +132,7 @@ async fn watches_equal_the_simulators() {
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_equal_the_real_apiservers() {
-    let up = std::env::var("KUBECACHE_REAL_APISERVER")
-        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)");
+    let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(60), same_events_as_upstream(&up))
         .await
         .expect("timed out");
@@ -484,8 +483,7 @@ async fn raw_chunks(base: &str, path: &str) -> (Vec<String>, Vec<String>) {
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_framing_equals_the_real_apiservers() {
-    let up = std::env::var("KUBECACHE_REAL_APISERVER")
-        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)");
+    let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(60), async {
         let p = start_proxy(&up).await;
         let ns = format!("framing-{}", unique_suffix());

@@ -446,3 +446,9 @@ pub fn unique_suffix() -> String {
         .subsec_nanos();
     format!("{}-{}", std::process::id() % 100000, nanos % 100000)
 }
+
+/// The real apiserver's insecure URL, which .ci/run starts.
+pub fn real_apiserver() -> String {
+    std::env::var("KUBECACHE_REAL_APISERVER")
+        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)")
+}
