@@ -132,4 +132,19 @@ proptest! {
         let _ = pod_codec(ListStyle::Typed).parse_list(&b);
         let _ = ListStyle::detect(&b);
     }
+
+    #[test]
+    fn accept_headers_negotiate_or_refuse_without_panicking(
+        header in "[a-zA-Z*/;=,. 0-9qé\\-]{0,60}",
+        protobuf in any::<bool>(),
+    ) {
+        use kubecache::request::accept;
+        // (goautoneg's order is not by q alone: a concrete type outranks a
+        // wildcard of higher q, so only the absence of panics is checked.)
+        let clauses = accept::parse(&header);
+        prop_assert!(clauses.len() <= header.matches(',').count() + 1);
+        let _ = accept::negotiate(Some(&header), accept::Endpoint::resource(protobuf));
+        let _ = accept::negotiate(Some(&header), accept::Endpoint::ERRORS);
+        let _ = accept::restful_accepts(Some(&header));
+    }
 }

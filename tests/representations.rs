@@ -188,10 +188,43 @@ impl MetaWatch {
 async fn unusual_accept_headers_get_the_apiservers_answer() {
     let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(60), async {
+        establish(&up, crd("widgets", "Widget", "Namespaced")).await;
         let p = start_proxy(&up).await;
         wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
-        let path = "/api/v1/namespaces/default/configmaps?resourceVersion=0";
-        for accept in [
+        wait_synced(
+            &p,
+            "/apis/kubecache.test/v1/widgets",
+            "kubecache.test/v1/widgets",
+        )
+        .await;
+        // Built-in resources pass go-restful's check first; custom
+        // resources do not, and have no protobuf.
+        // A namespace of its own, one object of each: lists other tests
+        // do not write to.
+        let ns = format!("accept-{}", unique_suffix());
+        ensure_namespace(&up, &ns).await;
+        let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+        let widgets = format!("/apis/kubecache.test/v1/namespaces/{ns}/widgets");
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+        assert_eq!(
+            send(Method::POST, &format!("{up}{cms}"), Some(cm))
+                .await
+                .status,
+            201
+        );
+        let w =
+            json!({"apiVersion": "kubecache.test/v1", "kind": "Widget", "metadata": {"name": "a"}});
+        assert_eq!(
+            send(Method::POST, &format!("{up}{widgets}"), Some(w))
+                .await
+                .status,
+            201
+        );
+        converged(&up, &p, &cms, Duration::from_secs(10)).await;
+        converged(&up, &p, &widgets, Duration::from_secs(10)).await;
+        for base in [&cms, &widgets] {
+            let path = format!("{base}?resourceVersion=0");
+            for accept in [
             "text/html",
             "application/json;q=abc",
             "application/json;q=0",
@@ -210,13 +243,26 @@ async fn unusual_accept_headers_get_the_apiservers_answer() {
             "application/json;sv=v9",
             ",,, ;;",
             "application/json;;;=;a==b",
+            "application/vnd.kubernetes.protobuf, application/json;q=0.5",
         ] {
             let direct = fetch(&format!("{up}{path}"), accept).await;
             let cached = fetch(&format!("{}{path}", p.url), accept).await;
-            assert_eq!((cached.0, &cached.1), (direct.0, &direct.1), "{accept}");
-            if direct.0 == 406 || direct.1 == "application/json" {
-                assert_eq!(cached.2, direct.2, "{accept}");
+            assert_eq!((cached.0, &cached.1), (direct.0, &direct.1), "{path} {accept}");
+            let listed = |b: &str| {
+                serde_json::from_str::<Value>(b)
+                    .ok()
+                    .filter(|v| v["items"].is_array())
+                    // Items only: an RV=0 list's version is any the
+                    // cache has, and other tests write meanwhile.
+                    .map(|v| item_set(&v).1)
+            };
+            match (direct.0, listed(&direct.2)) {
+                // v1.20's RV=0 order is unspecified: the same item set.
+                (200, Some(items)) => assert_eq!(listed(&cached.2), Some(items), "{path} {accept}"),
+                (200, None) if direct.1 != "application/json" => {}
+                _ => assert_eq!(cached.2, direct.2, "{path} {accept}"),
             }
+        }
         }
     })
     .await

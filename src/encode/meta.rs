@@ -97,9 +97,13 @@ fn map_empty(m: &BTreeMap<String, String>) -> bool {
 }
 
 /// A custom resource's metadata (sorted keys) as an `ObjectMeta` encodes.
-pub fn object_meta(raw: &str) -> Result<Bytes, serde_json::Error> {
-    let meta: ObjectMeta = serde_json::from_str(raw)?;
-    Ok(Bytes::from(serde_json::to_vec(&meta)?))
+/// Metadata the apiserver would not have written (a string generation,
+/// say) is kept as it came rather than costing the object its place in
+/// the cache.
+pub fn object_meta(raw: &str) -> Bytes {
+    serde_json::from_str::<ObjectMeta>(raw)
+        .and_then(|meta| serde_json::to_vec(&meta))
+        .map_or_else(|_| Bytes::copy_from_slice(raw.as_bytes()), Bytes::from)
 }
 
 fn put_partial(b: &mut BytesMut, v: MetaVersion, meta: &[u8]) {
@@ -114,6 +118,14 @@ fn put_partial(b: &mut BytesMut, v: MetaVersion, meta: &[u8]) {
 pub fn partial_object(v: MetaVersion, meta: &[u8]) -> Bytes {
     let mut b = BytesMut::with_capacity(meta.len() + 80);
     put_partial(&mut b, v, meta);
+    b.freeze()
+}
+
+/// A get's body: the PartialObjectMetadata and a newline.
+pub fn partial_body(v: MetaVersion, meta: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(meta.len() + 81);
+    put_partial(&mut b, v, meta);
+    b.put_u8(b'\n');
     b.freeze()
 }
 
@@ -148,7 +160,7 @@ mod tests {
     #[test]
     fn custom_resource_metadata_is_reencoded_in_object_meta_order() {
         let sorted = r#"{"annotations":{"b":"2","a":"1"},"creationTimestamp":"2026-01-01T00:00:00Z","generation":3,"labels":{"x":"y"},"managedFields":[{"apiVersion":"x/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}},"manager":"m","operation":"Update","time":"2026-01-01T00:00:00Z"}],"name":"w","namespace":"ns","ownerReferences":[{"apiVersion":"v1","blockOwnerDeletion":true,"controller":true,"kind":"Pod","name":"p","uid":"u1"}],"resourceVersion":"7","uid":"u2","unknownField":1}"#;
-        let out = object_meta(sorted).unwrap();
+        let out = object_meta(sorted);
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"name":"w","namespace":"ns","uid":"u2","resourceVersion":"7","generation":3,"creationTimestamp":"2026-01-01T00:00:00Z","labels":{"x":"y"},"annotations":{"a":"1","b":"2"},"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u1","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"m","operation":"Update","apiVersion":"x/v1","time":"2026-01-01T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]}"#
@@ -157,8 +169,14 @@ mod tests {
 
     #[test]
     fn a_missing_creation_timestamp_is_null() {
-        let out = object_meta(r#"{"name":"w"}"#).unwrap();
+        let out = object_meta(r#"{"name":"w"}"#);
         assert_eq!(&out[..], br#"{"name":"w","creationTimestamp":null}"#);
+    }
+
+    #[test]
+    fn metadata_the_apiserver_would_not_write_is_kept_as_it_came() {
+        let odd = r#"{"generation":"7","name":"w"}"#;
+        assert_eq!(&object_meta(odd)[..], odd.as_bytes());
     }
 
     #[test]

@@ -33,11 +33,7 @@ impl Repr {
     pub fn body(self, codec: &TypeCodec, e: &Entry) -> Bytes {
         match self {
             Repr::Json => json::object(codec, e),
-            Repr::Metadata(v) => {
-                let mut b = meta::partial_object(v, &e.meta).to_vec();
-                b.push(b'\n');
-                Bytes::from(b)
-            }
+            Repr::Metadata(v) => meta::partial_body(v, &e.meta),
         }
     }
 

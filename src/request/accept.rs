@@ -141,12 +141,18 @@ pub enum Media {
 impl Media {
     const ALL: [Media; 3] = [Media::Json, Media::Yaml, Media::Protobuf];
 
-    fn types(self) -> (&'static str, &'static str) {
+    fn media_type(self) -> &'static str {
         match self {
-            Media::Json => ("application", "json"),
-            Media::Yaml => ("application", "yaml"),
-            Media::Protobuf => ("application", "vnd.kubernetes.protobuf"),
+            Media::Json => "application/json",
+            Media::Yaml => "application/yaml",
+            Media::Protobuf => "application/vnd.kubernetes.protobuf",
         }
+    }
+
+    fn types(self) -> (&'static str, &'static str) {
+        self.media_type()
+            .split_once('/')
+            .expect("media types have a slash")
     }
 
     /// YAML has no stream serializer.
@@ -218,14 +224,7 @@ pub fn restful_accepts(header: Option<&str>) -> bool {
     };
     header.split(',').any(|entry| {
         let media = entry.split(';').next().unwrap_or("").trim_matches(' ');
-        media == "*/*"
-            || Media::ALL.iter().any(|m| {
-                let (kind, sub) = m.types();
-                media.len() == kind.len() + 1 + sub.len()
-                    && media.starts_with(kind)
-                    && media.ends_with(sub)
-                    && media.as_bytes()[kind.len()] == b'/'
-            })
+        media == "*/*" || Media::ALL.iter().any(|m| m.media_type() == media)
     })
 }
 

@@ -185,7 +185,7 @@ impl TypeCodec {
                 let start = raw_meta.as_ptr() as usize - item.as_ptr() as usize;
                 item.slice(start..start + raw_meta.len())
             }
-            ListStyle::Unstructured => crate::encode::meta::object_meta(raw_meta)?,
+            ListStyle::Unstructured => crate::encode::meta::object_meta(raw_meta),
         };
         let name = meta.name.ok_or(EntryError::NoName)?;
         let rv_str = meta.resource_version.unwrap_or_default();
