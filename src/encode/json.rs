@@ -29,6 +29,57 @@ impl ListMeta {
     }
 }
 
+/// A JSON string as Go's encoding/json writes it: `<`, `>`, `&` and the
+/// line separators escaped, which serde_json does not do.
+pub fn go_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Any JSON value as Go's `json.Marshal` writes an unstructured one: map
+/// keys sorted, Go's string escapes and float format.
+pub fn go_value(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) if n.is_f64() => super::table::go_float(n.as_f64().unwrap_or(0.0)),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => go_string(s),
+        Value::Array(a) => {
+            let items: Vec<String> = a.iter().map(go_value).collect();
+            format!("[{}]", items.join(","))
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", go_string(k), go_value(&m[k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+    }
+}
+
 fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }

@@ -47,7 +47,7 @@ impl ContinueToken {
     }
 
     pub fn encode(&self) -> String {
-        let json = go_json_string(&self.start);
+        let json = crate::encode::json::go_string(&self.start);
         let body = format!(
             "{{\"v\":\"meta.k8s.io/v1\",\"rv\":{},\"start\":{json}}}",
             self.rv
@@ -153,30 +153,6 @@ fn go_quote_char(c: u8) -> String {
             }
         }
     }
-}
-
-/// Encodes a string like Go's `json.Marshal`: HTML-safe escapes and `\u0000`.
-fn go_json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 8);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Go's `path.Clean` for absolute paths.

@@ -61,6 +61,8 @@ pub struct Entry {
     /// re-encoding in struct order for custom resources (whose maps come
     /// with sorted keys).
     pub meta: Bytes,
+    /// The object's Table row, printed on first use: `(printer id, row)`.
+    pub table_row: std::sync::OnceLock<(u64, crate::encode::table::Row)>,
 }
 
 #[derive(Deserialize)]
@@ -113,6 +115,7 @@ impl Entry {
             fields: Box::new([]),
             item: Bytes::from(format!("{{\"metadata\":{{\"name\":\"{key}\"}}}}")),
             meta: Bytes::from(format!("{{\"name\":\"{key}\"}}")),
+            table_row: Default::default(),
         }
     }
 }
@@ -224,6 +227,7 @@ impl TypeCodec {
             fields,
             item,
             meta: meta_bytes,
+            table_row: Default::default(),
         })
     }
 

@@ -89,6 +89,7 @@ mod tests {
                     fields: Box::new([]),
                     item: Bytes::new(),
                     meta: Bytes::new(),
+                    table_row: Default::default(),
                 };
                 (Arc::from(*k), Arc::new(e))
             })

@@ -1,0 +1,410 @@
+//! Tables (`as=Table;g=meta.k8s.io;v=v1[beta1]`): column definitions, one
+//! row of cells per object, and the object itself as `includeObject` asks,
+//! as the apiserver's table convertors build them.
+//!
+//! A row's cells are computed once per object version and kept on its
+//! cache entry, encoded, with holes for the time-relative cells ("5m",
+//! "<unknown>"), which are filled in each time the row is served.
+
+pub mod columns;
+pub mod jsonpath;
+pub mod printers;
+pub mod time;
+
+use super::json::{go_string, list_meta, ListMeta};
+use super::meta::partial_object;
+use crate::request::accept::MetaVersion;
+use crate::store::{Entry, ListStyle, TypeCodec};
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::Value;
+use std::sync::Arc;
+use time::Nanos;
+
+pub use printers::Printer;
+
+/// `includeObject`: what each row carries besides its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Include {
+    None,
+    /// The default: the object's PartialObjectMetadata.
+    #[default]
+    Metadata,
+    Object,
+}
+
+impl Include {
+    /// The query parameter's value, validated as `ValidateTableOptions`
+    /// does; the error is the apiserver's message.
+    pub fn parse(v: Option<&str>) -> Result<Include, String> {
+        match v.unwrap_or("") {
+            "" | "Metadata" => Ok(Include::Metadata),
+            "None" => Ok(Include::None),
+            "Object" => Ok(Include::Object),
+            other => Err(format!(
+                "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
+                go_string(other)
+            )),
+        }
+    }
+}
+
+/// One piece of an encoded row.
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Fixed(Bytes),
+    /// `translateTimestampSince`: how long ago, or "<unknown>" for no time.
+    Since(Option<Nanos>),
+}
+
+/// A row's `"cells":[…]` and conditions, encoded but for its
+/// time-relative cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    parts: Box<[Part]>,
+}
+
+impl Row {
+    fn put(&self, b: &mut BytesMut, now: Nanos) {
+        for p in self.parts.iter() {
+            match p {
+                Part::Fixed(bytes) => b.put_slice(bytes),
+                Part::Since(None) => b.put_slice(br#""\u003cunknown\u003e""#),
+                Part::Since(Some(t)) => {
+                    b.put_slice(go_string(&time::human_duration(now - t)).as_bytes())
+                }
+            }
+        }
+    }
+
+    /// The cells alone, as JSON, for tests and diagnostics.
+    pub fn to_json(&self, now: Nanos) -> String {
+        let mut b = BytesMut::new();
+        self.put(&mut b, now);
+        String::from_utf8_lossy(&b).into_owned()
+    }
+}
+
+/// Builds a row cell by cell, as a printer appends Go values to
+/// `row.Cells`: each cell is encoded as `encoding/json` writes it.
+pub struct RowBuilder {
+    buf: String,
+    parts: Vec<Part>,
+    cells: usize,
+    conditions: Option<&'static str>,
+}
+
+impl Default for RowBuilder {
+    fn default() -> Self {
+        RowBuilder {
+            buf: String::from("\"cells\":["),
+            parts: Vec::new(),
+            cells: 0,
+            conditions: None,
+        }
+    }
+}
+
+impl RowBuilder {
+    fn next(&mut self) {
+        if self.cells > 0 {
+            self.buf.push(',');
+        }
+        self.cells += 1;
+    }
+
+    pub fn str(&mut self, s: &str) -> &mut Self {
+        self.next();
+        self.buf.push_str(&go_string(s));
+        self
+    }
+
+    pub fn int(&mut self, n: i64) -> &mut Self {
+        self.next();
+        self.buf.push_str(&n.to_string());
+        self
+    }
+
+    pub fn bool(&mut self, v: bool) -> &mut Self {
+        self.next();
+        self.buf.push_str(if v { "true" } else { "false" });
+        self
+    }
+
+    /// A float64 as Go's encoding/json writes it.
+    pub fn float(&mut self, f: f64) -> &mut Self {
+        self.next();
+        self.buf.push_str(&go_float(f));
+        self
+    }
+
+    pub fn null(&mut self) -> &mut Self {
+        self.next();
+        self.buf.push_str("null");
+        self
+    }
+
+    /// A cell already encoded as JSON.
+    pub fn raw(&mut self, json: &str) -> &mut Self {
+        self.next();
+        self.buf.push_str(json);
+        self
+    }
+
+    /// `translateTimestampSince(t)`: the age, computed when served.
+    pub fn since(&mut self, t: Option<Nanos>) -> &mut Self {
+        self.next();
+        let fixed = std::mem::take(&mut self.buf);
+        self.parts.push(Part::Fixed(Bytes::from(fixed)));
+        self.parts.push(Part::Since(t));
+        self
+    }
+
+    /// The age of an RFC 3339 timestamp field (missing or zero: unknown).
+    pub fn since_field(&mut self, ts: Option<&Value>) -> &mut Self {
+        let t = ts.and_then(Value::as_str).and_then(time::parse_rfc3339);
+        self.since(t)
+    }
+
+    /// The row's conditions, encoded (printers use a few fixed ones).
+    pub fn conditions(&mut self, json: &'static str) -> &mut Self {
+        self.conditions = Some(json);
+        self
+    }
+
+    pub fn cells(&self) -> usize {
+        self.cells
+    }
+
+    pub fn finish(mut self) -> Row {
+        self.buf.push(']');
+        if let Some(c) = self.conditions {
+            self.buf.push_str(",\"conditions\":");
+            self.buf.push_str(c);
+        }
+        self.parts.push(Part::Fixed(Bytes::from(self.buf)));
+        Row {
+            parts: self.parts.into_boxed_slice(),
+        }
+    }
+}
+
+/// Go's `encoding/json` float64 format: shortest representation, plain
+/// between 1e-6 and 1e21, exponent form (`1e+21`, `1e-07`) outside.
+pub fn go_float(f: f64) -> String {
+    if !f.is_finite() {
+        // Go refuses to encode these; the apiserver never has them.
+        return "null".into();
+    }
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let s = format!("{f:e}");
+        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        let digits = if digits.len() < 2 {
+            format!("0{digits}")
+        } else {
+            digits.to_string()
+        };
+        return format!("{mant}e{sign}{digits}");
+    }
+    let s = format!("{f}");
+    s
+}
+
+/// A Table request: its version, what rows carry, and the printer.
+#[derive(Clone)]
+pub struct TableSpec {
+    pub version: MetaVersion,
+    pub include: Include,
+    pub printer: Arc<Printer>,
+    /// A watch's first Table carries the column definitions, later ones
+    /// do not (the apiserver sets `noHeaders` after its first event).
+    headers_sent: std::cell::Cell<bool>,
+}
+
+impl std::fmt::Debug for TableSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableSpec")
+            .field("version", &self.version)
+            .field("include", &self.include)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableSpec {
+    pub fn new(version: MetaVersion, include: Include, printer: Arc<Printer>) -> Self {
+        TableSpec {
+            version,
+            include,
+            printer,
+            headers_sent: std::cell::Cell::new(false),
+        }
+    }
+
+    /// The row of an entry: cached on it per printer, computed on a miss.
+    fn row<'e>(&self, e: &'e Entry) -> std::borrow::Cow<'e, Row> {
+        let id = self.printer.id();
+        if let Some((at, row)) = e.table_row.get() {
+            if *at == id {
+                return std::borrow::Cow::Borrowed(row);
+            }
+            return std::borrow::Cow::Owned(self.printer.row(&e.item));
+        }
+        let (at, row) = e.table_row.get_or_init(|| (id, self.printer.row(&e.item)));
+        if *at == id {
+            std::borrow::Cow::Borrowed(row)
+        } else {
+            std::borrow::Cow::Owned(self.printer.row(&e.item))
+        }
+    }
+
+    fn put_head(&self, b: &mut BytesMut, meta: &str, headers: bool) {
+        b.put_slice(b"{\"kind\":\"Table\",\"apiVersion\":\"");
+        b.put_slice(self.version.api_version().as_bytes());
+        b.put_slice(b"\",\"metadata\":");
+        b.put_slice(meta.as_bytes());
+        b.put_slice(b",\"columnDefinitions\":");
+        if headers {
+            b.put_slice(self.printer.columns());
+        } else {
+            b.put_slice(b"null");
+        }
+        b.put_slice(b",\"rows\":");
+    }
+
+    fn put_row(&self, b: &mut BytesMut, row: &Row, object: impl FnOnce() -> Bytes, now: Nanos) {
+        b.put_u8(b'{');
+        row.put(b, now);
+        b.put_slice(b",\"object\":");
+        match self.include {
+            Include::None => b.put_slice(b"null"),
+            Include::Metadata | Include::Object => b.put_slice(&object()),
+        }
+        b.put_u8(b'}');
+    }
+
+    fn row_object(&self, codec: &TypeCodec, e: &Entry) -> Bytes {
+        match self.include {
+            Include::Object => codec.object_bytes(e),
+            _ => partial_object(self.version, &e.meta),
+        }
+    }
+
+    /// A list as a Table.
+    pub fn list(&self, codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
+        let now = time::now();
+        let size: usize = items.iter().map(|e| e.meta.len() + 200).sum();
+        let mut b = BytesMut::with_capacity(size + 4096);
+        self.put_head(&mut b, &list_meta(meta, ListStyle::Typed), true);
+        if items.is_empty() && self.printer.null_when_empty() {
+            b.put_slice(b"null}\n");
+            return b.freeze();
+        }
+        b.put_u8(b'[');
+        for (i, e) in items.iter().enumerate() {
+            if i > 0 {
+                b.put_u8(b',');
+            }
+            let row = self.row(e);
+            self.put_row(&mut b, &row, || self.row_object(codec, e), now);
+        }
+        b.put_slice(b"]}\n");
+        b.freeze()
+    }
+
+    /// One object as a one-row Table: a get's body without its newline,
+    /// or a watch event's object (headers on the first only).
+    pub fn object(&self, codec: &TypeCodec, e: &Entry, watch: bool) -> Bytes {
+        let meta = format!("{{\"resourceVersion\":\"{}\"}}", e.rv);
+        let row = self.row(e);
+        self.one_row(&meta, &row, || self.row_object(codec, e), watch)
+    }
+
+    /// A bookmark's object as a Table: the printer's row for the kind's
+    /// empty object, as the apiserver converts it.
+    pub fn bookmark(&self, codec: &TypeCodec, rv: u64, initial_events_end: bool) -> Bytes {
+        let obj = super::bookmark::object(codec, rv, initial_events_end);
+        let row = self.printer.row(&obj);
+        let meta = format!("{{\"resourceVersion\":\"{rv}\"}}");
+        let object = || match self.include {
+            Include::Object => obj.clone(),
+            _ => {
+                let m = super::bookmark::object_meta(codec, rv, initial_events_end);
+                partial_object(self.version, m.as_bytes())
+            }
+        };
+        self.one_row(&meta, &row, object, true)
+    }
+
+    fn one_row(&self, meta: &str, row: &Row, object: impl FnOnce() -> Bytes, watch: bool) -> Bytes {
+        let headers = !watch || !self.headers_sent.replace(true);
+        let mut b = BytesMut::with_capacity(4096);
+        self.put_head(&mut b, meta, headers);
+        b.put_u8(b'[');
+        self.put_row(&mut b, row, object, time::now());
+        b.put_slice(b"]}");
+        b.freeze()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_floats_switch_to_exponents_outside_1e_minus_6_to_1e21() {
+        assert_eq!(go_float(0.0), "0");
+        assert_eq!(go_float(1.5), "1.5");
+        assert_eq!(go_float(3.0), "3");
+        assert_eq!(go_float(-2.25), "-2.25");
+        assert_eq!(go_float(1e20), "100000000000000000000");
+        assert_eq!(go_float(1e21), "1e+21");
+        assert_eq!(go_float(1e-7), "1e-07");
+        assert_eq!(go_float(0.000001), "0.000001");
+        assert_eq!(go_float(1.25e-10), "1.25e-10");
+    }
+
+    #[test]
+    fn rows_encode_cells_as_go_does_and_fill_in_ages_when_served() {
+        let mut r = RowBuilder::default();
+        r.str("a<b>")
+            .int(3)
+            .since(Some(0))
+            .bool(true)
+            .since(None)
+            .null();
+        let row = r.finish();
+        let now = 150 * 1_000_000_000;
+        assert_eq!(
+            row.to_json(now),
+            r#""cells":["a\u003cb\u003e",3,"2m30s",true,"\u003cunknown\u003e",null]"#
+        );
+    }
+
+    #[test]
+    fn conditions_follow_the_cells() {
+        let mut r = RowBuilder::default();
+        r.str("p")
+            .conditions(r#"[{"type":"Completed","status":"True"}]"#);
+        assert_eq!(
+            r.finish().to_json(0),
+            r#""cells":["p"],"conditions":[{"type":"Completed","status":"True"}]"#
+        );
+    }
+
+    #[test]
+    fn include_object_accepts_the_apiservers_values_only() {
+        assert_eq!(Include::parse(None), Ok(Include::Metadata));
+        assert_eq!(Include::parse(Some("")), Ok(Include::Metadata));
+        assert_eq!(Include::parse(Some("None")), Ok(Include::None));
+        assert_eq!(Include::parse(Some("Object")), Ok(Include::Object));
+        assert_eq!(
+            Include::parse(Some("bad")),
+            Err("Unable to convert to Table as requested: includeObject: Invalid value: \"bad\": must be 'Metadata', 'Object', 'None', or empty".into())
+        );
+        assert!(Include::parse(Some("none")).is_err());
+    }
+}

@@ -1,0 +1,287 @@
+//! Which printer turns a type's objects into rows: a port of one of
+//! printers.go's print functions for built-in types, the default
+//! convertor (Name, Created At), or a custom resource's printer columns.
+//!
+//! The ports read the versioned JSON the cache holds rather than Go's
+//! internal types; where the two differ (a pointer field left unset reads
+//! as the internal type's zero value) the port says so.
+
+mod cluster;
+mod core;
+mod network;
+mod storage;
+mod workloads;
+
+use super::columns::{self, Column};
+use super::jsonpath::CustomColumn;
+use super::{Row, RowBuilder};
+use bytes::Bytes;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Appends one object's cells (and conditions) to a row.
+pub type RowFn = fn(&Value, &mut RowBuilder);
+
+enum Kind {
+    Printed(RowFn),
+    Default,
+    Custom(Vec<CustomColumn>),
+}
+
+pub struct Printer {
+    /// What the rows cached on entries were printed by: 0 for built-in
+    /// printers, the CRD's resourceVersion for custom resources.
+    id: u64,
+    columns: Bytes,
+    kind: Kind,
+}
+
+impl std::fmt::Debug for Printer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Printer")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The port of printers.go's function for a resource, by group/version/resource.
+fn row_fn(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    core::lookup(group, version, resource)
+        .or_else(|| workloads::lookup(group, version, resource))
+        .or_else(|| cluster::lookup(group, version, resource))
+        .or_else(|| network::lookup(group, version, resource))
+        .or_else(|| storage::lookup(group, version, resource))
+}
+
+static BUILTIN: LazyLock<Mutex<HashMap<String, Option<Arc<Printer>>>>> =
+    LazyLock::new(Default::default);
+
+impl Printer {
+    /// The printer of a built-in resource, if kubecache can print it as
+    /// the apiserver does; `None` sends Table requests upstream.
+    pub fn builtin(group: &str, version: &str, resource: &str) -> Option<Arc<Printer>> {
+        let gvr = format!("{group}/{version}/{resource}");
+        let mut known = BUILTIN.lock().unwrap_or_else(|e| e.into_inner());
+        known
+            .entry(gvr)
+            .or_insert_with_key(|gvr| {
+                let (columns, kind) = match columns::printed(gvr) {
+                    Some(cols) => (
+                        columns::encode(cols),
+                        Kind::Printed(row_fn(group, version, resource)?),
+                    ),
+                    None if columns::is_default(gvr) => (
+                        columns::encode(&[
+                            Column::new(
+                                "Name",
+                                "string",
+                                "name",
+                                columns::meta_description("name"),
+                            ),
+                            Column::new(
+                                "Created At",
+                                "date",
+                                "",
+                                columns::meta_description("creationTimestamp"),
+                            ),
+                        ]),
+                        Kind::Default,
+                    ),
+                    None => return None,
+                };
+                Some(Arc::new(Printer {
+                    id: 0,
+                    columns,
+                    kind,
+                }))
+            })
+            .clone()
+    }
+
+    /// A custom resource's printer: the version's `additionalPrinterColumns`
+    /// after Name, or Age when it has none. `id` tells rows printed with
+    /// one definition of the columns from those of another.
+    pub fn custom(id: u64, printer_columns: &[Value]) -> Result<Printer, String> {
+        let mut defs = vec![Column::new(
+            "Name",
+            "string",
+            "name",
+            columns::meta_description("name"),
+        )];
+        let mut custom = Vec::new();
+        let age = [serde_json::json!({
+            "name": "Age",
+            "type": "date",
+            "description": columns::meta_description("creationTimestamp"),
+            "jsonPath": ".metadata.creationTimestamp",
+        })];
+        let printer_columns = if printer_columns.is_empty() {
+            &age[..]
+        } else {
+            printer_columns
+        };
+        for c in printer_columns {
+            let (def, col) = CustomColumn::parse(c)?;
+            defs.push(def);
+            custom.push(col);
+        }
+        Ok(Printer {
+            id,
+            columns: columns::encode(&defs),
+            kind: Kind::Custom(custom),
+        })
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The column definitions, encoded.
+    pub fn columns(&self) -> &[u8] {
+        &self.columns
+    }
+
+    /// The default convertor leaves an empty table's rows `null`; the
+    /// printers make an empty slice.
+    pub fn null_when_empty(&self) -> bool {
+        matches!(self.kind, Kind::Default)
+    }
+
+    /// The row of one object, given as JSON.
+    pub fn row(&self, object: &[u8]) -> Row {
+        let obj: Value = serde_json::from_slice(object).unwrap_or(Value::Null);
+        self.row_of(&obj)
+    }
+
+    pub fn row_of(&self, obj: &Value) -> Row {
+        let mut r = RowBuilder::default();
+        match &self.kind {
+            Kind::Printed(f) => f(obj, &mut r),
+            Kind::Default => {
+                r.str(s(obj, &["metadata", "name"]));
+                // A zero time formats as Go's zero time.
+                match at(obj, &["metadata", "creationTimestamp"]).and_then(Value::as_str) {
+                    Some(t) => r.str(t),
+                    None => r.str("0001-01-01T00:00:00Z"),
+                };
+            }
+            Kind::Custom(cols) => {
+                r.str(s(obj, &["metadata", "name"]));
+                for c in cols {
+                    c.cell(obj, &mut r);
+                }
+            }
+        }
+        r.finish()
+    }
+}
+
+// Readers over versioned JSON with Go's zero values for what is missing.
+
+/// The value at a path of object keys.
+pub(crate) fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
+}
+
+/// A string field, "" when missing.
+pub(crate) fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    at(v, path).and_then(Value::as_str).unwrap_or("")
+}
+
+/// An integer field, 0 when missing.
+pub(crate) fn int(v: &Value, path: &[&str]) -> i64 {
+    at(v, path).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// A boolean field, false when missing.
+pub(crate) fn flag(v: &Value, path: &[&str]) -> bool {
+    at(v, path).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// An array field, empty when missing.
+pub(crate) fn arr<'a>(v: &'a Value, path: &[&str]) -> &'a [Value] {
+    at(v, path)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The number of entries of an array or map field.
+pub(crate) fn count(v: &Value, path: &[&str]) -> usize {
+    match at(v, path) {
+        Some(Value::Array(a)) => a.len(),
+        Some(Value::Object(m)) => m.len(),
+        _ => 0,
+    }
+}
+
+/// `metadata.name` and the age, which most printers start or end with.
+pub(crate) fn name(v: &Value) -> &str {
+    s(v, &["metadata", "name"])
+}
+
+pub(crate) fn created(v: &Value) -> Option<&Value> {
+    at(v, &["metadata", "creationTimestamp"])
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// The row a built-in printer makes of an object, cells as JSON, at `now`.
+    pub fn cells(gvr: (&str, &str, &str), obj: Value, now: &str) -> String {
+        let p = Printer::builtin(gvr.0, gvr.1, gvr.2).expect("a printer");
+        let now = super::super::time::parse_rfc3339(now).unwrap();
+        p.row_of(&obj).to_json(now)
+    }
+
+    /// Every printed row has as many cells as its printer has columns.
+    pub fn column_count(gvr: (&str, &str, &str)) -> usize {
+        columns::printed(&format!("{}/{}/{}", gvr.0, gvr.1, gvr.2)).map_or(0, <[Column]>::len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::cells;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn resources_without_a_port_have_no_printer() {
+        assert!(Printer::builtin("", "v1", "nosuchthings").is_none());
+        // printers.go prints these, kubecache does not (yet): upstream does.
+        assert!(
+            Printer::builtin("flowcontrol.apiserver.k8s.io", "v1beta1", "flowschemas").is_none()
+        );
+    }
+
+    #[test]
+    fn the_default_convertor_prints_name_and_creation_time() {
+        let obj = json!({"metadata": {"name": "r", "creationTimestamp": "2026-01-02T03:04:05Z"}});
+        assert_eq!(
+            cells(
+                ("rbac.authorization.k8s.io", "v1", "roles"),
+                obj,
+                "2026-01-02T03:04:05Z"
+            ),
+            r#""cells":["r","2026-01-02T03:04:05Z"]"#
+        );
+        let p = Printer::builtin("rbac.authorization.k8s.io", "v1", "roles").unwrap();
+        assert!(p.null_when_empty());
+        let cols: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
+        assert_eq!(cols[1].name, "Created At");
+        assert_eq!(cols[1].ty, "date");
+    }
+
+    #[test]
+    fn custom_resources_without_printer_columns_get_an_age() {
+        let p = Printer::custom(7, &[]).unwrap();
+        let cols: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
+        let names: Vec<_> = cols.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["Name", "Age"]);
+        let obj = json!({"metadata": {"name": "w", "creationTimestamp": "2026-01-01T00:00:00Z"}});
+        let now = super::super::time::parse_rfc3339("2026-01-01T00:01:00Z").unwrap();
+        assert_eq!(p.row_of(&obj).to_json(now), r#""cells":["w","60s"]"#);
+    }
+}

@@ -1,0 +1,221 @@
+//! Time as Table cells show it: RFC 3339 timestamps parsed as Go's
+//! `metav1.Time` does, and durations in apimachinery's
+//! `duration.HumanDuration` form ("5m30s", "3h", "12d").
+
+/// Nanoseconds since the Unix epoch.
+pub type Nanos = i64;
+
+const NANOS_PER_SEC: i64 = 1_000_000_000;
+
+/// Days from 1970-01-01 to a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+fn digits(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(s.iter().fold(0, |n, d| n * 10 + i64::from(d - b'0')))
+}
+
+/// An RFC 3339 time (`2006-01-02T15:04:05Z`, optional fraction, `Z` or a
+/// numeric offset), or `None` for anything else.
+pub fn parse_rfc3339(s: &str) -> Option<Nanos> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, mo, d) = (digits(&b[0..4])?, digits(&b[5..7])?, digits(&b[8..10])?);
+    let (h, mi, sec) = (
+        digits(&b[11..13])?,
+        digits(&b[14..16])?,
+        digits(&b[17..19])?,
+    );
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59
+    {
+        return None;
+    }
+    let mut rest = &b[19..];
+    let mut frac = 0;
+    if let Some(r) = rest.strip_prefix(b".") {
+        let n = r.iter().take_while(|c| c.is_ascii_digit()).count();
+        if n == 0 {
+            return None;
+        }
+        // Nanosecond precision; further digits are dropped, as Go does.
+        let kept = &r[..n.min(9)];
+        frac = digits(kept)? * 10_i64.pow(9 - kept.len() as u32);
+        rest = &r[n..];
+    }
+    let offset = match rest {
+        b"Z" => 0,
+        [sign @ (b'+' | b'-'), oh1, oh2, b':', om1, om2] => {
+            let oh = digits(&[*oh1, *oh2])?;
+            let om = digits(&[*om1, *om2])?;
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let o = (oh * 60 + om) * 60;
+            if *sign == b'+' {
+                o
+            } else {
+                -o
+            }
+        }
+        _ => return None,
+    };
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset;
+    Some(secs * NANOS_PER_SEC + frac)
+}
+
+/// The current time.
+pub fn now() -> Nanos {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// `duration.HumanDuration`: seconds below two minutes, then ever coarser
+/// units; up to a second in the future still reads "0s" (clock skew).
+pub fn human_duration(d: Nanos) -> String {
+    let seconds = d / NANOS_PER_SEC;
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 60 * 2 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        let s = seconds % 60;
+        if s == 0 {
+            return format!("{minutes}m");
+        }
+        return format!("{minutes}m{s}s");
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = minutes / 60;
+    if hours < 8 {
+        let m = minutes % 60;
+        if m == 0 {
+            return format!("{hours}h");
+        }
+        return format!("{hours}h{m}m");
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        if h == 0 {
+            return format!("{}d", hours / 24);
+        }
+        return format!("{}d{h}h", hours / 24);
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        if dy == 0 {
+            return format!("{}y", hours / 24 / 365);
+        }
+        return format!("{}y{dy}d", hours / 24 / 365);
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = NANOS_PER_SEC;
+
+    #[test]
+    fn rfc3339_times_parse_to_the_unix_clock() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_rfc3339("2026-11-21T17:07:03Z"),
+            Some(1_795_280_823 * S)
+        );
+        assert_eq!(
+            parse_rfc3339("2026-11-21T17:07:03.250000Z"),
+            Some(1_795_280_823 * S + 250_000_000)
+        );
+        assert_eq!(
+            parse_rfc3339("2026-11-21T18:07:03+01:00"),
+            Some(1_795_280_823 * S)
+        );
+        assert_eq!(parse_rfc3339("2000-02-29T00:00:00Z"), Some(951_782_400 * S));
+    }
+
+    #[test]
+    fn malformed_times_do_not_parse() {
+        for bad in [
+            "",
+            "2026-11-21",
+            "2026-11-21 17:07:03Z",
+            "2026-13-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-11-21T17:07:03",
+            "2026-11-21T17:07:03.Z",
+            "2026-11-21T17:07:03+0100",
+            "2026-11-21T24:00:00Z",
+            "２026-11-21T17:07:03Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn human_durations_coarsen_like_apimachinery() {
+        let cases = [
+            (-2 * S, "<invalid>"),
+            (-S, "0s"),
+            (0, "0s"),
+            (119 * S, "119s"),
+            (120 * S, "2m"),
+            (150 * S, "2m30s"),
+            (10 * 60 * S, "10m"),
+            (179 * 60 * S, "179m"),
+            (3 * 3600 * S, "3h"),
+            (3 * 3600 * S + 60 * S, "3h1m"),
+            (8 * 3600 * S, "8h"),
+            (47 * 3600 * S, "47h"),
+            (48 * 3600 * S, "2d"),
+            (50 * 3600 * S, "2d2h"),
+            (8 * 86_400 * S, "8d"),
+            (729 * 86_400 * S, "729d"),
+            (730 * 86_400 * S, "2y"),
+            (731 * 86_400 * S, "2y1d"),
+            (8 * 365 * 86_400 * S, "8y"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(human_duration(d), want, "{d}");
+        }
+    }
+}
