@@ -2,6 +2,7 @@
 //! readiness latch) per resource type, started on first use or eagerly, and
 //! the discovery they are built from.
 
+use crate::encode::table::Printer;
 use crate::reflector::{self, ReflectorConfig, ReflectorStats};
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::{HistoryLimits, ListStyle, Store, TypeCodec};
@@ -20,6 +21,8 @@ pub struct TypeCache {
     codec: RwLock<Arc<TypeCodec>>,
     synced: watch::Sender<bool>,
     pub stats: ReflectorStats,
+    /// A custom resource's Table printer, kept while its CRD is unchanged.
+    custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
 }
 
 impl AsRef<Store> for TypeCache {
@@ -37,6 +40,7 @@ impl TypeCache {
             codec: RwLock::new(Arc::new(codec)),
             synced: watch::channel(false).0,
             stats: ReflectorStats::default(),
+            custom_printer: Default::default(),
         }
     }
 
@@ -155,6 +159,47 @@ impl Cache {
             tc
         });
         entry.clone()
+    }
+
+    /// How a type's objects print as Table rows, if the cache can print
+    /// them as the apiserver does: a built-in printer, or a custom
+    /// resource's columns read off its CRD (itself cached; until that cache
+    /// has synced, `None`, and the request goes upstream).
+    pub fn table_printer(&self, tc: &TypeCache) -> Option<Arc<Printer>> {
+        let gvr = &tc.rt.gvr;
+        if tc.codec().style == ListStyle::Typed {
+            return Printer::builtin(&gvr.group, &gvr.version, &gvr.resource);
+        }
+        let crds =
+            GroupVersionResource::new("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+        let crd_rt = self.discovery().get(&crds)?.clone();
+        let crd_cache = self.type_cache(&crd_rt);
+        if !crd_cache.is_synced() {
+            return None;
+        }
+        let snap = crd_cache.store.current();
+        let crd = snap
+            .items
+            .get(format!("{}.{}", gvr.resource, gvr.group).as_str())?;
+        let mut cached = tc.custom_printer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = cached.as_ref().filter(|p| p.id() == crd.rv) {
+            return Some(p.clone());
+        }
+        let doc: serde_json::Value = serde_json::from_slice(&crd.item).ok()?;
+        let version = doc
+            .pointer("/spec/versions")?
+            .as_array()?
+            .iter()
+            .find(|v| v.get("name").and_then(|n| n.as_str()) == Some(gvr.version.as_str()))?;
+        let columns = version
+            .get("additionalPrinterColumns")
+            .and_then(|c| c.as_array())
+            .map_or(&[][..], Vec::as_slice);
+        // A definition the apiserver cannot parse: it prints a partial
+        // table; leave that to it.
+        let p = Arc::new(Printer::custom(crd.rv, columns).ok()?);
+        *cached = Some(p.clone());
+        Some(p)
     }
 
     /// Every type cache started so far, for readiness and metrics.

@@ -7,10 +7,7 @@
 mod common;
 
 use common::*;
-use http::{Method, Request};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -18,30 +15,6 @@ const META_V1: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v
 const META_LIST_V1: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const META_LIST_V1BETA1: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1";
-
-/// A GET with an Accept header.
-async fn request(url: &str, accept: &str) -> http::Response<hyper::body::Incoming> {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
-    let req = Request::builder()
-        .uri(url)
-        .header("accept", accept)
-        .body(Full::default())
-        .unwrap();
-    client.request(req).await.unwrap()
-}
-
-/// A GET with an Accept header: (status, content-type, body).
-async fn fetch(url: &str, accept: &str) -> (u16, String, String) {
-    let resp = request(url, accept).await;
-    let status = resp.status().as_u16();
-    let ct = resp
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let body = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, ct, String::from_utf8_lossy(&body).into_owned())
-}
 
 /// The same answer directly and through kubecache.
 async fn same(up: &str, kc: &str, path: &str, accept: &str) -> (u16, String) {
@@ -134,8 +107,8 @@ async fn metadata_only_reads_equal_the_real_apiservers() {
         let rv = get(&format!("{up}{cms}")).await.json()["metadata"]["resourceVersion"]
             .as_str().unwrap().to_string();
         let path = format!("{cms}?watch=1&resourceVersion={rv}");
-        let mut direct = MetaWatch::open(&format!("{up}{path}")).await;
-        let mut cached = MetaWatch::open(&format!("{kc}{path}")).await;
+        let mut direct = LineWatch::open(&format!("{up}{path}"), META_V1).await;
+        let mut cached = LineWatch::open(&format!("{kc}{path}"), META_V1).await;
         let mut cm = get(&format!("{up}{cms}/cm0")).await.json();
         cm["metadata"]["labels"]["i"] = json!("changed");
         assert_eq!(send(Method::PUT, &format!("{up}{cms}/cm0"), Some(cm)).await.status, 200);
@@ -148,40 +121,6 @@ async fn metadata_only_reads_equal_the_real_apiservers() {
     })
     .await
     .expect("timed out");
-}
-
-/// A metadata-only watch read line by line.
-struct MetaWatch {
-    body: hyper::body::Incoming,
-    buf: Vec<u8>,
-}
-
-impl MetaWatch {
-    async fn open(url: &str) -> MetaWatch {
-        let resp = request(url, META_V1).await;
-        assert_eq!(resp.status(), 200);
-        MetaWatch {
-            body: resp.into_body(),
-            buf: Vec::new(),
-        }
-    }
-
-    async fn line(&mut self) -> String {
-        loop {
-            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=i).collect();
-                return String::from_utf8(line).unwrap();
-            }
-            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
-                .await
-                .expect("no event")
-                .expect("stream ended")
-                .unwrap();
-            if let Ok(data) = frame.into_data() {
-                self.buf.extend_from_slice(&data);
-            }
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

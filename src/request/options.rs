@@ -20,6 +20,8 @@ pub struct ListOptions {
     pub allow_watch_bookmarks: bool,
     pub send_initial_events: Option<bool>,
     pub timeout_seconds: Option<i64>,
+    /// A Table's `includeObject`, validated when a Table is asked for.
+    pub include_object: Option<String>,
     /// Parameters kubecache does not answer itself (`pretty`, `as`…) or that
     /// did not parse: their presence sends the request upstream.
     pub unparsed: Vec<String>,
@@ -54,6 +56,7 @@ impl ListOptions {
                     Err(_) => o.unparsed.push(k.into()),
                 },
                 "continue" => o.continue_token = Some(v),
+                "includeObject" => o.include_object = Some(v),
                 "labelSelector" => o.label_selector = v,
                 "fieldSelector" => o.field_selector = v,
                 "watch" => match parse_bool(&v) {

@@ -2,6 +2,7 @@
 //! answered locally, or rejected with the apiserver's error, or forwarded.
 
 use crate::cache::{Cache, TypeCache};
+use crate::encode::table::{Include, TableSpec};
 use crate::encode::Repr;
 use crate::request::accept::{self, Conversion, Endpoint, Media};
 use crate::request::options::{ModeError, WatchFrom};
@@ -97,11 +98,18 @@ enum Shape {
 }
 
 /// The representation negotiated on `Accept`, if the cache can serve it:
-/// JSON objects, or their metadata in the form that fits the request.
-/// Everything else — YAML, protobuf, Tables (not yet), a metadata form
-/// that does not fit, nothing acceptable — goes upstream, which answers
-/// it (406 included) exactly.
-fn representation(headers: &HeaderMap, tc: &TypeCache, shape: Shape) -> Option<Repr> {
+/// JSON objects, their metadata in the form that fits the request, or a
+/// Table of a type the cache can print. Everything else — YAML, protobuf,
+/// a metadata form that does not fit, a Table kubecache cannot print or
+/// with an invalid `includeObject`, nothing acceptable — goes upstream,
+/// which answers it (406 and 400 included) exactly.
+fn representation(
+    headers: &HeaderMap,
+    cache: &Cache,
+    tc: &TypeCache,
+    shape: Shape,
+    opts: &ListOptions,
+) -> Option<Repr> {
     let accept = match headers.get(header::ACCEPT) {
         None => None,
         Some(v) => Some(v.to_str().ok()?),
@@ -128,6 +136,11 @@ fn representation(headers: &HeaderMap, tc: &TypeCache, shape: Shape) -> Option<R
             Some(Repr::Metadata(v))
         }
         (Some(Conversion::PartialObjectMetadataList(v)), Shape::List) => Some(Repr::Metadata(v)),
+        (Some(Conversion::Table(v)), _) => {
+            let include = Include::parse(opts.include_object.as_deref())?;
+            let printer = cache.table_printer(tc)?;
+            Some(Repr::Table(TableSpec::new(v, include, printer)))
+        }
         _ => None,
     }
 }
@@ -198,7 +211,7 @@ pub fn decide(
     } else {
         Shape::List
     };
-    let Some(repr) = representation(headers, &tc, shape) else {
+    let Some(repr) = representation(headers, cache, &tc, shape, &opts) else {
         return Decision::Forward(F::Representation);
     };
     if watching {

@@ -154,7 +154,7 @@ where
                 let position = past.last().map_or(rv, |e| e.rv.max(rv));
                 let lines = past
                     .iter()
-                    .filter_map(|ev| event_line(&codec, spec.repr, &spec.selection, ev))
+                    .filter_map(|ev| event_line(&codec, &spec.repr, &spec.selection, ev))
                     .collect();
                 (None, lines, position, rx)
             }
@@ -201,7 +201,7 @@ fn expired(rv: u64, oldest: u64) -> Status {
 /// DELETED, entering it an ADDED, like the cacher's watcher.
 pub fn event_line(
     codec: &Arc<TypeCodec>,
-    repr: Repr,
+    repr: &Repr,
     sel: &Selection,
     ev: &Event,
 ) -> Option<Bytes> {
@@ -217,13 +217,14 @@ pub fn event_line(
             // Leaving the selection: the previous content, as the watcher
             // last matched it, at the event's version.
             let prev = ev.prev.as_ref()?;
-            let obj = repr.object(codec, prev);
-            let obj = json::with_resource_version(&obj, ev.rv).unwrap_or(obj);
+            let moved = json::with_resource_version(&prev.item, ev.rv)
+                .and_then(|item| codec.from_item(item).ok());
+            let obj = repr.object(codec, moved.as_ref().unwrap_or(prev));
             return Some(json::watch_event("DELETED", &obj));
         }
         _ => return None,
     };
-    if kind != ev.kind.as_str() || repr != Repr::Json {
+    if kind != ev.kind.as_str() || !matches!(repr, Repr::Json) {
         return Some(json::watch_event(kind, &repr.object(codec, &ev.entry)));
     }
     Some(shared_line(codec, ev))
@@ -415,7 +416,7 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                     self.position = ev.rv;
                     self.pending.extend(event_line(
                         &self.codec,
-                        self.spec.repr,
+                        &self.spec.repr,
                         &self.spec.selection,
                         &ev,
                     ));
@@ -540,12 +541,12 @@ mod tests {
         let (past, _) = store.events_since(7).unwrap();
         let codec = codec();
         let all = Selection::default();
-        let a = event_line(&codec, Repr::Json, &all, &past[0]).unwrap();
-        let b = event_line(&codec, Repr::Json, &all, &past[0]).unwrap();
+        let a = event_line(&codec, &Repr::Json, &all, &past[0]).unwrap();
+        let b = event_line(&codec, &Repr::Json, &all, &past[0]).unwrap();
         assert_eq!(a.as_ptr(), b.as_ptr());
         // A watcher holding another codec gets its own, equal, line.
         let other = Arc::new((*codec).clone());
-        let c = event_line(&other, Repr::Json, &all, &past[0]).unwrap();
+        let c = event_line(&other, &Repr::Json, &all, &past[0]).unwrap();
         assert_eq!(a, c);
         assert_ne!(a.as_ptr(), c.as_ptr());
     }

@@ -340,6 +340,29 @@ pub async fn converged(up: &str, p: &Proxy, path: &str, within: Duration) {
     }
 }
 
+/// Waits until an RV=0 list of `path` through the proxy holds the items the
+/// upstream holds, whatever each list's version (a quiet type's cache
+/// upstream may have moved on with progress notifications kubecache's
+/// watch does not get).
+pub async fn converged_items(up: &str, p: &Proxy, path: &str, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let a = get(&format!("{up}{path}?resourceVersion=0")).await;
+        let b = get(&format!("{}{path}?resourceVersion=0", p.url)).await;
+        let (a, b) = (item_set(&a.json()).1, item_set(&b.json()).1);
+        if a == b {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path} did not converge within {within:?}: upstream {} items, kubecache {}",
+            a.len(),
+            b.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Runs the real kubectl (KUBECTL, installed by .ci/run) against `server`,
 /// ignoring any kubeconfig of the machine: (success, stdout, stderr).
 pub fn kubectl(server: &str, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
@@ -451,4 +474,62 @@ pub fn unique_suffix() -> String {
 pub fn real_apiserver() -> String {
     std::env::var("KUBECACHE_REAL_APISERVER")
         .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)")
+}
+
+/// A GET with an Accept header.
+pub async fn request(url: &str, accept: &str) -> http::Response<hyper::body::Incoming> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
+    let req = Request::builder()
+        .uri(url)
+        .header("accept", accept)
+        .body(Full::default())
+        .unwrap();
+    client.request(req).await.unwrap()
+}
+
+/// A GET with an Accept header: (status, content-type, body).
+pub async fn fetch(url: &str, accept: &str) -> (u16, String, String) {
+    let resp = request(url, accept).await;
+    let status = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, ct, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A watch with an Accept header, read line by line.
+pub struct LineWatch {
+    body: hyper::body::Incoming,
+    buf: Vec<u8>,
+}
+
+impl LineWatch {
+    pub async fn open(url: &str, accept: &str) -> LineWatch {
+        let resp = request(url, accept).await;
+        assert_eq!(resp.status(), 200);
+        LineWatch {
+            body: resp.into_body(),
+            buf: Vec::new(),
+        }
+    }
+
+    pub async fn line(&mut self) -> String {
+        loop {
+            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return String::from_utf8(line).unwrap();
+            }
+            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
+                .await
+                .expect("no event")
+                .expect("stream ended")
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                self.buf.extend_from_slice(&data);
+            }
+        }
+    }
 }

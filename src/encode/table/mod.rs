@@ -33,17 +33,14 @@ pub enum Include {
 }
 
 impl Include {
-    /// The query parameter's value, validated as `ValidateTableOptions`
-    /// does; the error is the apiserver's message.
-    pub fn parse(v: Option<&str>) -> Result<Include, String> {
+    /// The query parameter's value, if `ValidateTableOptions` accepts it
+    /// (the apiserver's 400 for others is left to it).
+    pub fn parse(v: Option<&str>) -> Option<Include> {
         match v.unwrap_or("") {
-            "" | "Metadata" => Ok(Include::Metadata),
-            "None" => Ok(Include::None),
-            "Object" => Ok(Include::Object),
-            other => Err(format!(
-                "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
-                go_string(other)
-            )),
+            "" | "Metadata" => Some(Include::Metadata),
+            "None" => Some(Include::None),
+            "Object" => Some(Include::Object),
+            _ => None,
         }
     }
 }
@@ -397,14 +394,11 @@ mod tests {
 
     #[test]
     fn include_object_accepts_the_apiservers_values_only() {
-        assert_eq!(Include::parse(None), Ok(Include::Metadata));
-        assert_eq!(Include::parse(Some("")), Ok(Include::Metadata));
-        assert_eq!(Include::parse(Some("None")), Ok(Include::None));
-        assert_eq!(Include::parse(Some("Object")), Ok(Include::Object));
-        assert_eq!(
-            Include::parse(Some("bad")),
-            Err("Unable to convert to Table as requested: includeObject: Invalid value: \"bad\": must be 'Metadata', 'Object', 'None', or empty".into())
-        );
-        assert!(Include::parse(Some("none")).is_err());
+        assert_eq!(Include::parse(None), Some(Include::Metadata));
+        assert_eq!(Include::parse(Some("")), Some(Include::Metadata));
+        assert_eq!(Include::parse(Some("None")), Some(Include::None));
+        assert_eq!(Include::parse(Some("Object")), Some(Include::Object));
+        assert_eq!(Include::parse(Some("none")), None);
+        assert_eq!(Include::parse(Some("bad")), None);
     }
 }
