@@ -1,6 +1,7 @@
 //! kubecache's HTTP front: accepting connections, dispatching each request
 //! to the cache, the local endpoints or the upstream, and draining on shutdown.
 
+pub mod compress;
 pub mod health;
 pub mod passthrough;
 pub mod read;
@@ -45,6 +46,22 @@ pub fn json_response(status: StatusCode, body: Body) -> Response<Body> {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    r
+}
+
+/// A large body gzipped, off the async workers (tens of milliseconds for a
+/// big list).
+async fn gzip_response(b: Bytes) -> Response<Body> {
+    let z = match tokio::task::spawn_blocking(move || compress::gzip(&b)).await {
+        Ok(z) => z,
+        Err(e) => {
+            return status_response(&Status::internal(format!("compressing the response: {e}")))
+        }
+    };
+    let mut r = json_response(StatusCode::OK, full_body(z));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     r
 }
 
@@ -96,6 +113,9 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
         Decision::Cache { tc, read } => match read::execute(&tc, read).await {
             read::Outcome::Body(b) => {
                 metrics::request(verb, &resource, 200, ServedBy::Cache);
+                if b.len() > compress::THRESHOLD && compress::accepts_gzip(req.headers()) {
+                    return gzip_response(b).await;
+                }
                 json_response(StatusCode::OK, full_body(b))
             }
             read::Outcome::Stream(r) => {

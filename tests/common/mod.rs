@@ -478,13 +478,16 @@ pub fn real_apiserver() -> String {
 
 /// A GET with an Accept header.
 pub async fn request(url: &str, accept: &str) -> http::Response<hyper::body::Incoming> {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
-    let req = Request::builder()
-        .uri(url)
-        .header("accept", accept)
-        .body(Full::default())
-        .unwrap();
-    client.request(req).await.unwrap()
+    request_with(url, &[("accept", accept)]).await
+}
+
+/// A GET with the given headers.
+pub async fn request_with(url: &str, headers: &[(&str, &str)]) -> http::Response<hyper::body::Incoming> {
+    let mut req = Request::builder().uri(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    client().request(req.body(Full::default()).unwrap()).await.unwrap()
 }
 
 /// A GET with an Accept header: (status, content-type, body).
