@@ -192,12 +192,14 @@ impl Status {
     /// representation of the error fits the Accept header: indented JSON
     /// (two spaces), no trailing newline.
     pub fn to_indented_bytes(&self) -> Bytes {
-        Bytes::from(serde_json::to_vec_pretty(self).expect("Status always serializes"))
+        let v = serde_json::to_vec_pretty(self).expect("Status always serializes");
+        Bytes::from(crate::encode::json::go_escape(&v))
     }
 
     /// The body exactly as the apiserver writes it: compact JSON and a newline.
     pub fn to_bytes(&self) -> Bytes {
-        let mut v = serde_json::to_vec(self).expect("Status always serializes");
+        let v = serde_json::to_vec(self).expect("Status always serializes");
+        let mut v = crate::encode::json::go_escape(&v);
         v.push(b'\n');
         Bytes::from(v)
     }
@@ -225,6 +227,25 @@ pub fn qualified_resource(group: &str, resource: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_escaped_as_go_escapes_them() {
+        let s = Status::bad_request("unable to parse requirement: <nil> & more");
+        let body = String::from_utf8(s.to_bytes().to_vec()).unwrap();
+        assert!(
+            body.contains(
+                r#""message":"unable to parse requirement: \u003cnil\u003e \u0026 more""#
+            ),
+            "{body}"
+        );
+        let body = String::from_utf8(s.to_indented_bytes().to_vec()).unwrap();
+        assert!(
+            body.contains(
+                r#""message": "unable to parse requirement: \u003cnil\u003e \u0026 more""#
+            ),
+            "{body}"
+        );
+    }
 
     #[test]
     fn not_found_matches_the_apiserver_body() {

@@ -203,6 +203,17 @@ async fn unusual_accept_headers_get_the_apiservers_answer() {
             }
         }
         }
+        // Errors escape as Go's JSON does (`<` is \u003c), in both the
+        // compact and the indented fallback form.
+        for accept in [
+            "application/json",
+            "application/json;as=Table;g=meta.k8s.io;v=v1",
+        ] {
+            let path = format!("{cms}?resourceVersion=0&labelSelector=a%3D%3Cb");
+            let (code, body) = same(&up, &p.url, &path, accept).await;
+            assert_eq!(code, 400);
+            assert!(body.contains("\\u003c"), "{body}");
+        }
     })
     .await
     .expect("timed out");

@@ -80,6 +80,60 @@ pub fn go_value(v: &serde_json::Value) -> String {
     }
 }
 
+/// serde_json's output made Go's: within strings `<`, `>`, `&`, U+2028 and
+/// U+2029 escaped, and `\b` and `\f` written as `\u0008` and `\u000c`.
+/// (None of these can occur outside a string.)
+pub fn go_escape(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() + 16);
+    let (mut in_string, mut i) = (false, 0);
+    while i < json.len() {
+        let c = json[i];
+        match c {
+            b'"' => in_string = !in_string,
+            b'\\' if in_string && i + 1 < json.len() => {
+                match json[i + 1] {
+                    b'b' => out.extend_from_slice(b"\\u0008"),
+                    b'f' => out.extend_from_slice(b"\\u000c"),
+                    other => out.extend_from_slice(&[c, other]),
+                }
+                i += 2;
+                continue;
+            }
+            b'<' if in_string => {
+                out.extend_from_slice(b"\\u003c");
+                i += 1;
+                continue;
+            }
+            b'>' if in_string => {
+                out.extend_from_slice(b"\\u003e");
+                i += 1;
+                continue;
+            }
+            b'&' if in_string => {
+                out.extend_from_slice(b"\\u0026");
+                i += 1;
+                continue;
+            }
+            0xE2 if in_string
+                && json.get(i + 1) == Some(&0x80)
+                && matches!(json.get(i + 2), Some(0xA8 | 0xA9)) =>
+            {
+                out.extend_from_slice(if json[i + 2] == 0xA8 {
+                    b"\\u2028"
+                } else {
+                    b"\\u2029"
+                });
+                i += 3;
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
 fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
@@ -235,6 +289,21 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Option<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serde_output_is_escaped_as_go_escapes_it() {
+        let v = serde_json::json!({"m": "a<b>&c \u{8}\u{c} \\b \u{2028}", "<k>": 1});
+        let out = go_escape(&serde_json::to_vec(&v).unwrap());
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"m":"a\u003cb\u003e\u0026c \u0008\u000c \\b \u2028","\u003ck\u003e":1}"#
+        );
+        let s = "x<\u{8}\u{2029}\"\\";
+        assert_eq!(
+            go_escape(serde_json::to_string(s).unwrap().as_bytes()),
+            go_string(s).into_bytes()
+        );
+    }
 
     #[test]
     fn typed_list_matches_the_apiserver_layout() {
