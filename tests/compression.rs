@@ -14,10 +14,25 @@ use std::io::Read;
 use std::time::Duration;
 
 /// (Content-Encoding, Vary, the body decompressed).
-async fn fetch_encoded(url: &str, accept_encoding: &str) -> (Option<String>, Option<String>, Vec<u8>) {
-    let resp = request_with(url, &[("accept", "application/json"), ("accept-encoding", accept_encoding), ("user-agent", "kubecache-tests")]).await;
+async fn fetch_encoded(
+    url: &str,
+    accept_encoding: &str,
+) -> (Option<String>, Option<String>, Vec<u8>) {
+    let resp = request_with(
+        url,
+        &[
+            ("accept", "application/json"),
+            ("accept-encoding", accept_encoding),
+            ("user-agent", "kubecache-tests"),
+        ],
+    )
+    .await;
     assert_eq!(resp.status(), 200, "{url}");
-    let header = |n: &str| resp.headers().get(n).map(|v| v.to_str().unwrap().to_string());
+    let header = |n: &str| {
+        resp.headers()
+            .get(n)
+            .map(|v| v.to_str().unwrap().to_string())
+    };
     let (enc, vary) = (header("content-encoding"), header("vary"));
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     let body = if enc.as_deref() == Some("gzip") {
@@ -32,7 +47,12 @@ async fn fetch_encoded(url: &str, accept_encoding: &str) -> (Option<String>, Opt
 
 async fn create_cm(up: &str, ns: &str, name: &str, size: usize) {
     let body = json!({"metadata": {"name": name}, "data": {"pad": "x".repeat(size)}});
-    let r = send(http::Method::POST, &format!("{up}/api/v1/namespaces/{ns}/configmaps"), Some(body)).await;
+    let r = send(
+        http::Method::POST,
+        &format!("{up}/api/v1/namespaces/{ns}/configmaps"),
+        Some(body),
+    )
+    .await;
     assert_eq!(r.status, 201, "{}", r.text());
 }
 
@@ -65,16 +85,31 @@ async fn gzip_follows_the_apiservers_threshold_and_negotiation() {
             assert_eq!(fetch_encoded(&url(&p.url), "gzip").await, direct, "{name}");
         }
         // Negotiation: only the exact token counts.
-        for ae in ["gzip", "deflate, gzip", "gzip;q=1", "GZIP", "*", "identity", ""] {
+        for ae in [
+            "gzip",
+            "deflate, gzip",
+            "gzip;q=1",
+            "GZIP",
+            "*",
+            "identity",
+            "",
+        ] {
             let url = |server: &str| format!("{server}{path}/edge-b?resourceVersion=0");
-            let (a, b) = (fetch_encoded(&url(&up), ae).await, fetch_encoded(&url(&p.url), ae).await);
+            let (a, b) = (
+                fetch_encoded(&url(&up), ae).await,
+                fetch_encoded(&url(&p.url), ae).await,
+            );
             assert_eq!(b, a, "Accept-Encoding: {ae}");
         }
         // A list: compressed alike, the same objects (RV=0 order is free).
         let (ea, va, a) = fetch_encoded(&format!("{up}{path}?resourceVersion=0"), "gzip").await;
-        let (eb, vb, b) = fetch_encoded(&format!("{}{path}?resourceVersion=0", p.url), "gzip").await;
+        let (eb, vb, b) =
+            fetch_encoded(&format!("{}{path}?resourceVersion=0", p.url), "gzip").await;
         assert_eq!((eb, vb), (ea, va));
-        let (a, b): (Value, Value) = (serde_json::from_slice(&a).unwrap(), serde_json::from_slice(&b).unwrap());
+        let (a, b): (Value, Value) = (
+            serde_json::from_slice(&a).unwrap(),
+            serde_json::from_slice(&b).unwrap(),
+        );
         assert_eq!(item_set(&b).1, item_set(&a).1);
     })
     .await

@@ -29,20 +29,22 @@ pub fn object(codec: &TypeCodec, rv: u64, initial_events_end: bool) -> Bytes {
             r#"{{"apiVersion":{api_version},"kind":{kind},"metadata":{{{annotations}"resourceVersion":"{rv}"}}}}"#
         ));
     }
-    let (_, rest) = zero_value(&codec.group, &codec.kind);
-    let meta = object_meta(codec, rv, initial_events_end);
+    let (fixed, rest) = zero_value(&codec.group, &codec.kind);
+    let meta = versioned_meta(fixed, rv, initial_events_end);
     Bytes::from(format!(
         r#"{{"kind":{kind},"apiVersion":{api_version},"metadata":{meta}{rest}}}"#
     ))
 }
 
-/// A bookmark's metadata as an `ObjectMeta` encodes it, which is also
-/// what a metadata-only watch's bookmark carries.
-pub fn object_meta(codec: &TypeCodec, rv: u64, initial_events_end: bool) -> String {
-    let fixed = match codec.style {
-        ListStyle::Typed => zero_value(&codec.group, &codec.kind).0,
-        ListStyle::Unstructured => None,
-    };
+/// A bookmark's metadata as its internal object has it, which is what a
+/// metadata-only watch's bookmark and a Table row carry: without the
+/// annotations only the conversion to a version adds.
+pub fn object_meta(rv: u64, initial_events_end: bool) -> String {
+    versioned_meta(None, rv, initial_events_end)
+}
+
+/// The metadata with the annotation the kind's conversion adds, if any.
+fn versioned_meta(fixed: Option<&str>, rv: u64, initial_events_end: bool) -> String {
     let annotations: Vec<&str> = fixed
         .into_iter()
         .chain(initial_events_end.then_some(INITIAL_EVENTS_END))

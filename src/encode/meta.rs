@@ -101,9 +101,46 @@ fn map_empty(m: &BTreeMap<String, String>) -> bool {
 /// say) is kept as it came rather than costing the object its place in
 /// the cache.
 pub fn object_meta(raw: &str) -> Bytes {
-    serde_json::from_str::<ObjectMeta>(raw)
-        .and_then(|meta| serde_json::to_vec(&meta))
-        .map_or_else(|_| Bytes::copy_from_slice(raw.as_bytes()), Bytes::from)
+    reencode(raw, |_| ()).unwrap_or_else(|| Bytes::copy_from_slice(raw.as_bytes()))
+}
+
+/// Metadata re-encoded in `ObjectMeta` order after a change, escaped as
+/// Go escapes; `None` if it is not metadata the apiserver would write.
+fn reencode(raw: &str, change: impl FnOnce(&mut ObjectMeta)) -> Option<Bytes> {
+    let mut meta = serde_json::from_str::<ObjectMeta>(raw).ok()?;
+    change(&mut meta);
+    let v = serde_json::to_vec(&meta).ok()?;
+    Some(Bytes::from(super::json::go_escape(&v)))
+}
+
+/// Annotations a versioned object carries for fields its internal form
+/// holds instead (apps/v1's conversions move them into the spec).
+fn conversion_annotation(group: &str, kind: &str) -> Option<&'static str> {
+    match (group, kind) {
+        ("apps", "DaemonSet") => Some("deprecated.daemonset.template.generation"),
+        ("apps", "Deployment") => Some("deprecated.deployment.rollback.to"),
+        _ => None,
+    }
+}
+
+/// A built-in object's metadata as the apiserver's internal object has
+/// it, which is what PartialObjectMetadata and Table rows are made from:
+/// the versioned metadata, less any annotation its conversion moves into
+/// the spec. `None` when that is the versioned metadata unchanged.
+pub fn internal_meta(group: &str, kind: &str, raw: &str) -> Option<Bytes> {
+    let key = conversion_annotation(group, kind)?;
+    if !raw.contains(key) {
+        return None;
+    }
+    reencode(raw, |m| {
+        // Deployment's moves only a non-empty revision.
+        if m.annotations
+            .get(key)
+            .is_some_and(|v| !v.is_empty() || kind == "DaemonSet")
+        {
+            m.annotations.remove(key);
+        }
+    })
 }
 
 fn put_partial(b: &mut BytesMut, v: MetaVersion, meta: &[u8]) {
@@ -164,6 +201,36 @@ mod tests {
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"name":"w","namespace":"ns","uid":"u2","resourceVersion":"7","generation":3,"creationTimestamp":"2026-01-01T00:00:00Z","labels":{"x":"y"},"annotations":{"a":"1","b":"2"},"ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u1","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"m","operation":"Update","apiVersion":"x/v1","time":"2026-01-01T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]}"#
+        );
+    }
+
+    #[test]
+    fn internal_metadata_lacks_the_annotations_conversions_move_into_the_spec() {
+        let ds = r#"{"name":"d","generation":1,"creationTimestamp":null,"annotations":{"deprecated.daemonset.template.generation":"1"}}"#;
+        assert_eq!(
+            &internal_meta("apps", "DaemonSet", ds).unwrap()[..],
+            br#"{"name":"d","generation":1,"creationTimestamp":null}"#
+        );
+        let dep = r#"{"name":"d","creationTimestamp":null,"annotations":{"a":"<x>","deprecated.deployment.rollback.to":"3"}}"#;
+        assert_eq!(
+            &internal_meta("apps", "Deployment", dep).unwrap()[..],
+            br#"{"name":"d","creationTimestamp":null,"annotations":{"a":"\u003cx\u003e"}}"#
+        );
+        let empty = r#"{"name":"d","creationTimestamp":null,"annotations":{"deprecated.deployment.rollback.to":""}}"#;
+        assert_eq!(
+            &internal_meta("apps", "Deployment", empty).unwrap()[..],
+            empty.as_bytes()
+        );
+        assert!(internal_meta("apps", "DaemonSet", r#"{"name":"d"}"#).is_none());
+        assert!(internal_meta("", "ConfigMap", ds).is_none());
+    }
+
+    #[test]
+    fn reencoded_metadata_is_escaped_as_go_escapes_it() {
+        let out = object_meta(r#"{"annotations":{"a":"<&>"},"name":"w"}"#);
+        assert_eq!(
+            &out[..],
+            br#"{"name":"w","creationTimestamp":null,"annotations":{"a":"\u003c\u0026\u003e"}}"#
         );
     }
 

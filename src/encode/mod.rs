@@ -62,7 +62,7 @@ impl Repr {
         match self {
             Repr::Json => bookmark::object(codec, rv, initial_events_end),
             Repr::Metadata(v) => {
-                let m = bookmark::object_meta(codec, rv, initial_events_end);
+                let m = bookmark::object_meta(rv, initial_events_end);
                 meta::partial_object(*v, m.as_bytes())
             }
             Repr::Table(t) => t.bookmark(codec, rv, initial_events_end),

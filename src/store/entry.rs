@@ -57,9 +57,10 @@ pub struct Entry {
     /// The object as a list item (see `ListStyle`).
     pub item: Bytes,
     /// `metadata` as the apiserver encodes an `ObjectMeta`, for
-    /// PartialObjectMetadata: a slice of `item` for built-in types, a
-    /// re-encoding in struct order for custom resources (whose maps come
-    /// with sorted keys).
+    /// PartialObjectMetadata and Table rows: a slice of `item` for built-in
+    /// types (re-encoded without the annotations apps/v1 conversions move
+    /// into the spec), a re-encoding in struct order for custom resources
+    /// (whose maps come with sorted keys).
     pub meta: Bytes,
     /// The object's Table row, printed on first use: `(printer id, row)`.
     pub table_row: std::sync::OnceLock<(u64, crate::encode::table::Row)>,
@@ -184,9 +185,12 @@ impl TypeCodec {
         let meta: Meta = serde_json::from_str(raw_meta)?;
         let meta_bytes = match self.style {
             ListStyle::Typed => {
-                // The slice of `item` the raw value borrows: no copy.
-                let start = raw_meta.as_ptr() as usize - item.as_ptr() as usize;
-                item.slice(start..start + raw_meta.len())
+                crate::encode::meta::internal_meta(&self.group, &self.kind, raw_meta)
+                    .unwrap_or_else(|| {
+                        // The slice of `item` the raw value borrows: no copy.
+                        let start = raw_meta.as_ptr() as usize - item.as_ptr() as usize;
+                        item.slice(start..start + raw_meta.len())
+                    })
             }
             ListStyle::Unstructured => crate::encode::meta::object_meta(raw_meta),
         };

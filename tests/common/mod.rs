@@ -482,12 +482,18 @@ pub async fn request(url: &str, accept: &str) -> http::Response<hyper::body::Inc
 }
 
 /// A GET with the given headers.
-pub async fn request_with(url: &str, headers: &[(&str, &str)]) -> http::Response<hyper::body::Incoming> {
+pub async fn request_with(
+    url: &str,
+    headers: &[(&str, &str)],
+) -> http::Response<hyper::body::Incoming> {
     let mut req = Request::builder().uri(url);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    client().request(req.body(Full::default()).unwrap()).await.unwrap()
+    client()
+        .request(req.body(Full::default()).unwrap())
+        .await
+        .unwrap()
 }
 
 /// A GET with an Accept header: (status, content-type, body).

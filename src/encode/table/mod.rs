@@ -329,7 +329,7 @@ impl TableSpec {
         let object = || match self.include {
             Include::Object => obj.clone(),
             _ => {
-                let m = super::bookmark::object_meta(codec, rv, initial_events_end);
+                let m = super::bookmark::object_meta(rv, initial_events_end);
                 partial_object(self.version, m.as_bytes())
             }
         };

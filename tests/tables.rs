@@ -1,0 +1,808 @@
+//! Tables from the cache against the real apiserver: for every type
+//! kubecache prints, realistic objects (pods in every phase, with restarts,
+//! init containers, deletion timestamps; services of every type; …) read
+//! as Tables through kubecache equal the apiserver's — column definitions
+//! exactly, cells exactly but for ages (within a second), the row objects
+//! in each `includeObject` form — and kubectl prints the same through
+//! kubecache as directly.
+#![cfg(feature = "real-apiserver")]
+
+mod common;
+
+use common::*;
+use http::{HeaderMap, HeaderValue, Method};
+use kubecache::serve::route::{decide, ConsistentReads, Decision};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const TABLE: &str = "application/json;as=Table;g=meta.k8s.io;v=v1";
+const TABLE_V1BETA1: &str = "application/json;as=Table;g=meta.k8s.io;v=v1beta1";
+const META: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+const META_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const KUBECTL_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+
+/// Seconds in a `duration.HumanDuration` string ("2m30s", "3d4h"), and
+/// the size of its coarsest unit.
+fn human_seconds(s: &str) -> Option<(i64, i64)> {
+    let (mut total, mut num, mut unit_max) = (0i64, String::new(), 0);
+    if s.is_empty() {
+        return None;
+    }
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'y' => 365 * 86_400,
+            _ => return None,
+        };
+        total += num.parse::<i64>().ok()? * unit;
+        unit_max = unit_max.max(unit);
+        num.clear();
+    }
+    num.is_empty().then_some((total, unit_max))
+}
+
+/// Two cells read a second apart agree: equal, or ages within a second
+/// (or one step of their unit, at a rounding boundary).
+fn cells_agree(a: &Value, b: &Value) -> bool {
+    if a == b {
+        return true;
+    }
+    match (
+        a.as_str().and_then(human_seconds),
+        b.as_str().and_then(human_seconds),
+    ) {
+        (Some((x, ux)), Some((y, uy))) => {
+            let step = if ux == 1 && uy == 1 {
+                1
+            } else {
+                ux.min(uy).max(1)
+            };
+            (x - y).abs() <= step.max(1)
+        }
+        _ => false,
+    }
+}
+
+/// A Table from kubecache equals the apiserver's: everything but the
+/// cells exactly, rows matched by name and object (RV=0 order is
+/// unspecified). An RV=0 list is as recent as each cache is: its version
+/// is not compared.
+fn assert_tables_agree(up: &Value, kc: &Value, what: &str, any_version: bool) {
+    let strip = |t: &Value| {
+        let mut t = t.clone();
+        if any_version {
+            t["metadata"]["resourceVersion"] = json!("any");
+        }
+        if let Some(rows) = t["rows"].as_array_mut() {
+            for r in rows.iter_mut() {
+                r["cells"] = json!(null);
+            }
+            rows.sort_by_key(|r| r.to_string());
+        }
+        t
+    };
+    assert_eq!(
+        strip(kc),
+        strip(up),
+        "{what}: tables differ beyond their cells"
+    );
+    let key = |r: &Value| format!("{}|{}", r["cells"], r["object"]);
+    let mut rows_up: Vec<&Value> = up["rows"]
+        .as_array()
+        .map(|r| r.iter().collect())
+        .unwrap_or_default();
+    let mut rows_kc: Vec<&Value> = kc["rows"]
+        .as_array()
+        .map(|r| r.iter().collect())
+        .unwrap_or_default();
+    rows_up.sort_by_key(|r| key(r));
+    rows_kc.sort_by_key(|r| key(r));
+    for (a, b) in rows_up.iter().zip(&rows_kc) {
+        let (ca, cb) = (
+            a["cells"].as_array().unwrap(),
+            b["cells"].as_array().unwrap(),
+        );
+        assert_eq!(ca.len(), cb.len(), "{what}: {ca:?} vs {cb:?}");
+        for (x, y) in ca.iter().zip(cb) {
+            assert!(
+                cells_agree(x, y),
+                "{what}: cells {ca:?} (apiserver) vs {cb:?} (kubecache)"
+            );
+        }
+    }
+}
+
+fn headers(accept: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert("accept", HeaderValue::from_str(accept).unwrap());
+    h
+}
+
+/// The request is answered from the cache, not forwarded.
+fn assert_served_from_cache(p: &Proxy, path_and_query: &str, accept: &str) {
+    assert_served_with(p, ConsistentReads::Forward, path_and_query, accept)
+}
+
+fn assert_served_with(p: &Proxy, consistent: ConsistentReads, path_and_query: &str, accept: &str) {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let d = decide(
+        &p.cache,
+        consistent,
+        &Method::GET,
+        path,
+        Some(query),
+        &headers(accept),
+    );
+    match d {
+        Decision::Cache { .. } => {}
+        Decision::Forward(r) => panic!("{path_and_query} forwarded ({})", r.as_str()),
+        Decision::Reject(s) => panic!("{path_and_query} rejected: {s:?}"),
+    }
+}
+
+async fn table(url: &str, accept: &str) -> (u16, Value) {
+    let (code, ct, body) = fetch(url, accept).await;
+    assert!(ct.starts_with("application/json"), "{url}: {ct}");
+    (
+        code,
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{url}: {e}: {body}")),
+    )
+}
+
+/// The same Table through kubecache as directly, served from the cache.
+async fn same_table(up: &str, p: &Proxy, path: &str, accept: &str) -> Value {
+    compare_tables(up, p, path, accept, false).await
+}
+
+/// The same for an RV=0 list, whose version is each cache's own.
+async fn same_list_table(up: &str, p: &Proxy, path: &str, accept: &str) -> Value {
+    compare_tables(up, p, path, accept, true).await
+}
+
+async fn compare_tables(up: &str, p: &Proxy, path: &str, accept: &str, any_version: bool) -> Value {
+    assert_served_from_cache(p, path, accept);
+    let (ca, a) = table(&format!("{up}{path}"), accept).await;
+    let (cb, b) = table(&format!("{}{path}", p.url), accept).await;
+    assert_eq!((cb, ca), (200, 200), "{path}: {b}");
+    assert_tables_agree(&a, &b, path, any_version);
+    b
+}
+
+async fn create(up: &str, path: &str, obj: Value) -> Value {
+    let r = send(Method::POST, &format!("{up}{path}"), Some(obj)).await;
+    assert_eq!(r.status, 201, "{path}: {}", r.text());
+    r.json()
+}
+
+/// Creates an object, then writes its status through the status subresource.
+async fn create_with_status(up: &str, path: &str, mut obj: Value) -> Value {
+    let status = obj.as_object_mut().unwrap().remove("status");
+    let created = create(up, path, obj).await;
+    let Some(status) = status else { return created };
+    let name = created["metadata"]["name"].as_str().unwrap();
+    let mut o = created.clone();
+    o["status"] = status;
+    let r = send(Method::PUT, &format!("{up}{path}/{name}/status"), Some(o)).await;
+    assert_eq!(r.status, 200, "{path}/{name}/status: {}", r.text());
+    r.json()
+}
+
+fn pod(name: &str, spec: Value, status: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "web", "tier": name}},
+        "spec": spec, "status": status})
+}
+
+fn containers(names: &[&str]) -> Value {
+    Value::Array(
+        names
+            .iter()
+            .map(|n| json!({"name": n, "image": format!("registry.example/{n}:1.0")}))
+            .collect(),
+    )
+}
+
+fn cstatus(name: &str, ready: bool, restarts: i64, state: Value) -> Value {
+    json!({"name": name, "ready": ready, "restartCount": restarts, "state": state,
+        "image": "registry.example/x:1.0", "imageID": "", "started": ready})
+}
+
+/// Pods in the states printers.go tells apart.
+async fn make_pods(up: &str, ns: &str) {
+    let path = format!("/api/v1/namespaces/{ns}/pods");
+    let t = "2026-01-01T00:00:00Z";
+    let two = containers(&["app", "sidecar"]);
+    let pods = [
+        pod(
+            "running",
+            json!({"containers": two, "nodeName": "node-1"}),
+            json!({
+            "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}], "hostIP": "192.168.0.1",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [
+                cstatus("app", true, 3, json!({"running": {"startedAt": t}})),
+                cstatus("sidecar", true, 0, json!({"running": {"startedAt": t}}))]}),
+        ),
+        pod(
+            "crashing",
+            json!({"containers": two, "nodeName": "node-2"}),
+            json!({
+            "phase": "Running", "podIPs": [{"ip": "10.1.0.6"}],
+            "containerStatuses": [
+                cstatus("app", false, 12, json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}})),
+                cstatus("sidecar", true, 0, json!({"running": {"startedAt": t}}))]}),
+        ),
+        pod(
+            "initializing",
+            json!({"containers": containers(&["app"]),
+                "initContainers": containers(&["migrate", "warm"]), "nodeName": "node-1"}),
+            json!({
+            "phase": "Pending",
+            "initContainerStatuses": [
+                cstatus("migrate", false, 1, json!({"terminated": {"exitCode": 0, "reason": "Completed"}})),
+                cstatus("warm", false, 0, json!({"running": {"startedAt": t}}))],
+            "containerStatuses": [cstatus("app", false, 0, json!({"waiting": {"reason": "PodInitializing"}}))]}),
+        ),
+        pod(
+            "init-failed",
+            json!({"containers": containers(&["app"]), "initContainers": containers(&["migrate"])}),
+            json!({
+            "phase": "Pending",
+            "initContainerStatuses": [cstatus("migrate", false, 4, json!({"terminated": {"exitCode": 2}}))]}),
+        ),
+        pod(
+            "completed",
+            json!({"containers": containers(&["job"]), "restartPolicy": "Never"}),
+            json!({
+            "phase": "Succeeded",
+            "containerStatuses": [cstatus("job", false, 0, json!({"terminated": {"exitCode": 0, "reason": "Completed"}}))]}),
+        ),
+        pod(
+            "evicted",
+            json!({"containers": containers(&["app"])}),
+            json!({
+            "phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}),
+        ),
+        pod(
+            "oom",
+            json!({"containers": containers(&["app"])}),
+            json!({
+            "phase": "Running",
+            "containerStatuses": [cstatus("app", false, 1, json!({"terminated": {"exitCode": 137, "signal": 9}}))]}),
+        ),
+        pod(
+            "gated",
+            json!({"containers": containers(&["app"]),
+                "readinessGates": [{"conditionType": "example.com/lb"}, {"conditionType": "example.com/dns"}]}),
+            json!({
+            "phase": "Running", "nominatedNodeName": "node-3",
+            "conditions": [{"type": "example.com/lb", "status": "True"}, {"type": "example.com/dns", "status": "False"}]}),
+        ),
+        pod(
+            "pending",
+            json!({"containers": containers(&["app"])}),
+            json!({"phase": "Pending"}),
+        ),
+    ];
+    for p in pods {
+        create_with_status(up, &path, p).await;
+    }
+    // Deleting a pod with a finalizer leaves it terminating.
+    let mut doomed = pod(
+        "terminating",
+        json!({"containers": containers(&["app"])}),
+        json!({"phase": "Running"}),
+    );
+    doomed["metadata"]["finalizers"] = json!(["kubecache.test/hold"]);
+    create_with_status(up, &path, doomed).await;
+    let r = send(Method::DELETE, &format!("{up}{path}/terminating"), None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// Releases the finalizers the fixtures set, so namespaces can go.
+async fn release(up: &str, ns: &str) {
+    let path = format!("{up}/api/v1/namespaces/{ns}/pods/terminating");
+    let mut p = get(&path).await.json();
+    p["metadata"]["finalizers"] = json!([]);
+    send(Method::PUT, &path, Some(p)).await;
+}
+
+/// One realistic object or more of each namespaced type besides pods.
+async fn make_namespaced(up: &str, ns: &str) {
+    let core = |r: &str| format!("/api/v1/namespaces/{ns}/{r}");
+    let grp = |g: &str, v: &str, r: &str| format!("/apis/{g}/{v}/namespaces/{ns}/{r}");
+    create(up, &core("configmaps"), json!({"metadata": {"name": "settings"}, "data": {"a": "1", "b": "<2>"}, "binaryData": {"c": "AA=="}})).await;
+    create(up, &core("secrets"), json!({"metadata": {"name": "creds"}, "type": "kubernetes.io/basic-auth", "data": {"username": "YQ==", "password": "Yg=="}})).await;
+    create(
+        up,
+        &core("serviceaccounts"),
+        json!({"metadata": {"name": "robot"}, "secrets": [{"name": "robot-token"}]}),
+    )
+    .await;
+    let svc = core("services");
+    create(up, &svc, json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}, {"name": "https", "port": 443, "protocol": "TCP"}]}})).await;
+    create(up, &svc, json!({"metadata": {"name": "headless"}, "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]}})).await;
+    create(up, &svc, json!({"metadata": {"name": "nodeport"}, "spec": {"type": "NodePort", "externalIPs": ["203.0.113.7"], "ports": [{"port": 53, "protocol": "UDP"}]}})).await;
+    create_with_status(up, &svc, json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 443}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": "198.51.100.4"}, {"hostname": "lb.example.com"}]}}})).await;
+    create(up, &svc, json!({"metadata": {"name": "lb-pending"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}})).await;
+    create(up, &svc, json!({"metadata": {"name": "external"}, "spec": {"type": "ExternalName", "externalName": "db.example.com"}})).await;
+    create(up, &core("endpoints"), json!({"metadata": {"name": "web"}, "subsets": [
+        {"addresses": [{"ip": "10.1.0.5"}, {"ip": "10.1.0.6"}, {"ip": "10.1.0.7"}, {"ip": "10.1.0.8"}], "ports": [{"name": "http", "port": 8080}]}]})).await;
+    create(
+        up,
+        &core("endpoints"),
+        json!({"metadata": {"name": "empty"}}),
+    )
+    .await;
+    create(up, &grp("discovery.k8s.io", "v1beta1", "endpointslices"), json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.1.0.5"], "conditions": {"ready": true}}, {"addresses": ["10.1.0.6"]}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})).await;
+    create(up, &core("events"), json!({"metadata": {"name": "running.1"}, "involvedObject": {"kind": "Pod", "namespace": ns, "name": "running", "fieldPath": "spec.containers{app}"},
+        "reason": "BackOff", "message": "Back-off restarting failed container", "type": "Warning", "count": 7,
+        "source": {"component": "kubelet", "host": "node-1"},
+        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:05:00Z"})).await;
+    create(up, &grp("events.k8s.io", "v1", "events"), json!({"metadata": {"name": "web.2"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "kubecache.test/controller", "reportingInstance": "controller-1", "action": "Scale",
+        "reason": "ScalingReplicaSet", "note": "Scaled up to 3", "type": "Normal",
+        "regarding": {"kind": "Deployment", "namespace": ns, "name": "web"}})).await;
+    let tmpl = json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": containers(&["app", "sidecar"])}});
+    let sel = json!({"matchLabels": {"app": "web"}});
+    create_with_status(up, &grp("apps", "v1", "deployments"), json!({"metadata": {"name": "web"}, "spec": {"replicas": 3, "selector": sel, "template": tmpl},
+        "status": {"replicas": 3, "updatedReplicas": 2, "readyReplicas": 1, "availableReplicas": 1}})).await;
+    create_with_status(up, &grp("apps", "v1", "replicasets"), json!({"metadata": {"name": "web-5d4f"}, "spec": {"replicas": 3, "selector": sel, "template": tmpl},
+        "status": {"replicas": 2, "readyReplicas": 1}})).await;
+    create_with_status(up, &grp("apps", "v1", "statefulsets"), json!({"metadata": {"name": "db"}, "spec": {"replicas": 2, "serviceName": "headless", "selector": sel, "template": tmpl},
+        "status": {"replicas": 2, "readyReplicas": 1}})).await;
+    let mut ds_tmpl = tmpl.clone();
+    ds_tmpl["spec"]["nodeSelector"] = json!({"kubernetes.io/os": "linux"});
+    create_with_status(up, &grp("apps", "v1", "daemonsets"), json!({"metadata": {"name": "agent"}, "spec": {"selector": sel, "template": ds_tmpl},
+        "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 2, "updatedNumberScheduled": 3, "numberAvailable": 2, "numberMisscheduled": 0}})).await;
+    let job_tmpl = json!({"spec": {"restartPolicy": "Never", "containers": containers(&["job"])}});
+    create_with_status(up, &grp("batch", "v1", "jobs"), json!({"metadata": {"name": "done"}, "spec": {"completions": 2, "template": job_tmpl},
+        "status": {"succeeded": 2, "startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:03:20Z"}})).await;
+    create_with_status(
+        up,
+        &grp("batch", "v1", "jobs"),
+        json!({"metadata": {"name": "running"}, "spec": {"parallelism": 2, "template": job_tmpl},
+        "status": {"active": 1, "startTime": "2026-01-01T00:00:00Z"}}),
+    )
+    .await;
+    create_with_status(up, &grp("batch", "v1beta1", "cronjobs"), json!({"metadata": {"name": "nightly"}, "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": job_tmpl}}},
+        "status": {"lastScheduleTime": "2026-01-01T03:00:00Z"}})).await;
+    create(up, &grp("batch", "v1beta1", "cronjobs"), json!({"metadata": {"name": "paused"}, "spec": {"schedule": "*/5 * * * *", "suspend": true, "jobTemplate": {"spec": {"template": job_tmpl}}}})).await;
+    create_with_status(up, &grp("networking.k8s.io", "v1", "ingresses"), json!({"metadata": {"name": "web"}, "spec": {"ingressClassName": "nginx",
+        "tls": [{"hosts": ["web.example.com"]}],
+        "rules": [{"host": "web.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}},
+                  {"host": "api.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"name": "http"}}}}]}}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": "198.51.100.9"}]}}})).await;
+    create_with_status(up, &core("persistentvolumeclaims"), json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce", "ReadOnlyMany"], "storageClassName": "fast",
+        "resources": {"requests": {"storage": "10Gi"}}, "volumeName": "pv-data"},
+        "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}}})).await;
+    create(up, &core("persistentvolumeclaims"), json!({"metadata": {"name": "waiting"}, "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "resources": {"requests": {"storage": "1Gi"}}}})).await;
+    create(up, &grp("coordination.k8s.io", "v1", "leases"), json!({"metadata": {"name": "leader"}, "spec": {"holderIdentity": "controller-1", "leaseDurationSeconds": 15}})).await;
+    create(up, &grp("rbac.authorization.k8s.io", "v1", "roles"), json!({"metadata": {"name": "reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})).await;
+}
+
+/// Cluster-scoped objects, named after the run so runs do not collide.
+async fn make_cluster_scoped(up: &str, sfx: &str, ns: &str) {
+    create_with_status(up, "/api/v1/nodes", json!({"metadata": {"name": format!("node-{sfx}"),
+            "labels": {"node-role.kubernetes.io/control-plane": "", "kubernetes.io/role": "infra"}},
+        "spec": {"unschedulable": true},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "KubeletReady", "message": "ready"}],
+            "addresses": [{"type": "InternalIP", "address": "192.168.0.10"}, {"type": "ExternalIP", "address": "203.0.113.10"}],
+            "nodeInfo": {"kubeletVersion": "v1.20.2", "osImage": "Debian GNU/Linux 12", "kernelVersion": "6.1.0", "containerRuntimeVersion": "containerd://1.6.0",
+                "machineID": "", "systemUUID": "", "bootID": "", "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"}}})).await;
+    create(up, "/api/v1/persistentvolumes", json!({"metadata": {"name": format!("pv-{sfx}")},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "fast", "hostPath": {"path": "/data"}, "claimRef": {"namespace": ns, "name": "data"}}})).await;
+    create(up, "/apis/storage.k8s.io/v1/storageclasses", json!({"metadata": {"name": format!("fast-{sfx}"),
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "false"}},
+        "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": true})).await;
+}
+
+/// Every namespaced collection the fixtures fill, and whether kubecache
+/// must print it itself.
+fn namespaced(ns: &str) -> Vec<String> {
+    [
+        "/api/v1/namespaces/{ns}/pods",
+        "/api/v1/namespaces/{ns}/configmaps",
+        "/api/v1/namespaces/{ns}/secrets",
+        "/api/v1/namespaces/{ns}/serviceaccounts",
+        "/api/v1/namespaces/{ns}/services",
+        "/api/v1/namespaces/{ns}/endpoints",
+        "/api/v1/namespaces/{ns}/events",
+        "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+        "/apis/events.k8s.io/v1/namespaces/{ns}/events",
+        "/apis/discovery.k8s.io/v1beta1/namespaces/{ns}/endpointslices",
+        "/apis/apps/v1/namespaces/{ns}/deployments",
+        "/apis/apps/v1/namespaces/{ns}/replicasets",
+        "/apis/apps/v1/namespaces/{ns}/statefulsets",
+        "/apis/apps/v1/namespaces/{ns}/daemonsets",
+        "/apis/batch/v1/namespaces/{ns}/jobs",
+        "/apis/batch/v1beta1/namespaces/{ns}/cronjobs",
+        "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
+        "/apis/networking.k8s.io/v1beta1/namespaces/{ns}/ingresses",
+        "/apis/extensions/v1beta1/namespaces/{ns}/ingresses",
+        "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    ]
+    .iter()
+    .map(|p| p.replace("{ns}", ns))
+    .collect()
+}
+
+const CLUSTER: &[&str] = &[
+    "/api/v1/nodes",
+    "/api/v1/namespaces",
+    "/api/v1/persistentvolumes",
+    "/apis/storage.k8s.io/v1/storageclasses",
+    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+];
+
+/// The resource name discovery knows a collection path by: `v1/pods`.
+fn resource_of(path: &str) -> String {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (gv, rest) = if parts[0] == "api" {
+        (parts[1].to_string(), &parts[2..])
+    } else {
+        (format!("{}/{}", parts[1], parts[2]), &parts[3..])
+    };
+    let resource = if rest[0] == "namespaces" && rest.len() > 2 {
+        rest[2]
+    } else {
+        rest[0]
+    };
+    format!("{gv}/{resource}")
+}
+
+/// Waits until the cache holds what the apiserver holds for `path`.
+async fn synced(up: &str, p: &Proxy, path: &str) {
+    let resource = resource_of(path);
+    let all = path.split("/namespaces/").next().unwrap().to_string()
+        + "/"
+        + resource.rsplit('/').next().unwrap();
+    let all = if path.contains("/namespaces/") {
+        all
+    } else {
+        path.to_string()
+    };
+    wait_synced(p, &all, &resource).await;
+    converged_items(up, p, path, Duration::from_secs(20)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_every_printed_type_equal_the_real_apiservers() {
+    let up = real_apiserver();
+    tokio::time::timeout(Duration::from_secs(240), async {
+        let sfx = unique_suffix();
+        let ns = format!("tables-{sfx}");
+        ensure_namespace(&up, &ns).await;
+        make_pods(&up, &ns).await;
+        make_namespaced(&up, &ns).await;
+        make_cluster_scoped(&up, &sfx, &ns).await;
+        let p = start_proxy(&up).await;
+        let paths: Vec<String> = namespaced(&ns)
+            .into_iter()
+            .chain(CLUSTER.iter().map(|s| s.to_string()))
+            .collect();
+        for path in &paths {
+            synced(&up, &p, path).await;
+            for accept in [TABLE, TABLE_V1BETA1, KUBECTL_ACCEPT] {
+                same_list_table(&up, &p, &format!("{path}?resourceVersion=0"), accept).await;
+            }
+            for include in ["None", "Object", "Metadata"] {
+                same_list_table(
+                    &up,
+                    &p,
+                    &format!("{path}?resourceVersion=0&includeObject={include}"),
+                    TABLE,
+                )
+                .await;
+            }
+            // Every object alone, as a get; and as metadata (which, like
+            // Table rows, is the apiserver's internal object's).
+            let list = get(&format!("{up}{path}")).await.json();
+            for item in list["items"].as_array().unwrap().iter().take(12) {
+                let name = item["metadata"]["name"].as_str().unwrap();
+                same_table(&up, &p, &format!("{path}/{name}?resourceVersion=0"), TABLE).await;
+                let one = format!("{path}/{name}?resourceVersion=0");
+                assert_served_from_cache(&p, &one, META);
+                let (a, b) = (
+                    fetch(&format!("{up}{one}"), META).await,
+                    fetch(&format!("{}{one}", p.url), META).await,
+                );
+                assert_eq!(b, a, "{one}");
+            }
+            let all = format!("{path}?resourceVersion=0");
+            assert_served_from_cache(&p, &all, META_LIST);
+            let (a, b) = (
+                fetch(&format!("{up}{all}"), META_LIST).await,
+                fetch(&format!("{}{all}", p.url), META_LIST).await,
+            );
+            let items = |body: &str| item_set(&serde_json::from_str::<Value>(body).unwrap()).1;
+            assert_eq!(items(&b.2), items(&a.2), "{all} as metadata");
+            // A page at an exact version (one the cache holds) keeps its
+            // continue token and count.
+            let cached = get(&format!("{}{path}?resourceVersion=0", p.url))
+                .await
+                .json();
+            let rv = cached["metadata"]["resourceVersion"].as_str().unwrap();
+            let page = same_table(
+                &up,
+                &p,
+                &format!("{path}?resourceVersion={rv}&resourceVersionMatch=Exact&limit=1"),
+                TABLE,
+            )
+            .await;
+            if list["items"].as_array().unwrap().len() > 1 {
+                assert!(page["metadata"]["continue"].is_string(), "{path}: {page}");
+            }
+        }
+        release(&up, &ns).await;
+        send(
+            Method::DELETE,
+            &format!("{up}/apis/storage.k8s.io/v1/storageclasses/fast-{sfx}"),
+            None,
+        )
+        .await;
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resource_tables_follow_their_printer_columns() {
+    let up = real_apiserver();
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let mut gadgets = crd("gadgets", "Gadget", "Namespaced");
+        gadgets["spec"]["versions"][0]["additionalPrinterColumns"] = json!([
+            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+            {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "priority": 1},
+            {"name": "On", "type": "boolean", "jsonPath": ".spec.on"},
+            {"name": "Color", "type": "string", "jsonPath": ".spec.color", "description": "What it looks like."},
+            {"name": "Parts", "type": "string", "jsonPath": ".spec.parts"},
+            {"name": "Built", "type": "date", "jsonPath": ".spec.built"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ]);
+        establish(&up, gadgets).await;
+        establish(&up, crd("widgets", "Widget", "Namespaced")).await;
+        let ns = format!("crtables-{}", unique_suffix());
+        ensure_namespace(&up, &ns).await;
+        let g = format!("/apis/kubecache.test/v1/namespaces/{ns}/gadgets");
+        let w = format!("/apis/kubecache.test/v1/namespaces/{ns}/widgets");
+        let specs = [
+            json!({"size": 3, "ratio": 0.5, "on": true, "color": "<red>", "parts": {"b": 1, "a": [1, 2]}, "built": "2026-01-01T00:00:00Z"}),
+            json!({"size": 7, "ratio": 2, "color": "blue", "built": "not a date"}),
+            json!({}),
+        ];
+        for (i, spec) in specs.into_iter().enumerate() {
+            create(&up, &g, json!({"apiVersion": "kubecache.test/v1", "kind": "Gadget", "metadata": {"name": format!("g{i}")}, "spec": spec})).await;
+            create(&up, &w, json!({"apiVersion": "kubecache.test/v1", "kind": "Widget", "metadata": {"name": format!("w{i}")}, "spec": {"size": i}})).await;
+        }
+        let p = start_proxy(&up).await;
+        wait_synced(&p, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "apiextensions.k8s.io/v1/customresourcedefinitions").await;
+        for (path, one) in [(&g, "g0"), (&w, "w0")] {
+            synced(&up, &p, path).await;
+            for include in ["None", "Object", "Metadata"] {
+                same_list_table(&up, &p, &format!("{path}?resourceVersion=0&includeObject={include}"), TABLE).await;
+            }
+            same_table(&up, &p, &format!("{path}/{one}?resourceVersion=0"), TABLE).await;
+        }
+        // Columns changed on the CRD: the next Table follows them.
+        let crd_url = format!("{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.kubecache.test");
+        let mut def = get(&crd_url).await.json();
+        def["spec"]["versions"][0]["additionalPrinterColumns"] = json!([{"name": "Only", "type": "string", "jsonPath": ".spec.color"}]);
+        assert_eq!(send(Method::PUT, &crd_url, Some(def)).await.status, 200);
+        let want = json!(["Name", "Only"]);
+        for _ in 0..100 {
+            let (_, t) = table(&format!("{}{g}?resourceVersion=0", p.url), TABLE).await;
+            let names: Vec<Value> = t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
+            if Value::Array(names) == want {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        same_list_table(&up, &p, &format!("{g}?resourceVersion=0"), TABLE).await;
+        // Put the columns back for the next run.
+        let mut def = get(&crd_url).await.json();
+        def["spec"]["versions"][0]["additionalPrinterColumns"] = json!([
+            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+            {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "priority": 1},
+            {"name": "On", "type": "boolean", "jsonPath": ".spec.on"},
+            {"name": "Color", "type": "string", "jsonPath": ".spec.color", "description": "What it looks like."},
+            {"name": "Parts", "type": "string", "jsonPath": ".spec.parts"},
+            {"name": "Built", "type": "date", "jsonPath": ".spec.built"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ]);
+        assert_eq!(send(Method::PUT, &crd_url, Some(def)).await.status, 200);
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_watches_carry_column_definitions_on_the_first_event_only() {
+    let up = real_apiserver();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let ns = format!("tablewatch-{}", unique_suffix());
+        ensure_namespace(&up, &ns).await;
+        let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+        for i in 0..3 {
+            create(&up, &cms, json!({"metadata": {"name": format!("cm{i}"), "labels": {"i": i.to_string()}}, "data": {"k": "v"}})).await;
+        }
+        let p = start_proxy(&up).await;
+        synced(&up, &p, &cms).await;
+        // From 0: the state first; from a version: only changes.
+        for from_zero in [true, false] {
+            let from = if from_zero {
+                "0".to_string()
+            } else {
+                get(&format!("{up}{cms}")).await.json()["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+            };
+            let path = format!("{cms}?watch=1&resourceVersion={from}&labelSelector=i%21%3D9&includeObject=Object");
+            assert_served_from_cache(&p, &path, TABLE);
+            let mut direct = LineWatch::open(&format!("{up}{path}"), TABLE).await;
+            let mut cached = LineWatch::open(&format!("{}{path}", p.url), TABLE).await;
+            let changes = if from == "0" { 0 } else { 3 };
+            if changes > 0 {
+                let mut cm = get(&format!("{up}{cms}/cm0")).await.json();
+                cm["data"]["k2"] = json!("v2");
+                assert_eq!(send(Method::PUT, &format!("{up}{cms}/cm0"), Some(cm)).await.status, 200);
+                // Leaving the selection reads as a deletion.
+                let mut cm = get(&format!("{up}{cms}/cm1")).await.json();
+                cm["metadata"]["labels"]["i"] = json!("9");
+                assert_eq!(send(Method::PUT, &format!("{up}{cms}/cm1"), Some(cm)).await.status, 200);
+                assert_eq!(send(Method::DELETE, &format!("{up}{cms}/cm2"), None).await.status, 200);
+            }
+            let n = if from == "0" { 3 } else { changes };
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for _ in 0..n {
+                a.push(serde_json::from_str::<Value>(&direct.line().await).unwrap());
+                b.push(serde_json::from_str::<Value>(&cached.line().await).unwrap());
+            }
+            if from == "0" {
+                // RV=0's initial state comes in no particular order.
+                let first = |v: &Vec<Value>| v[0]["object"]["columnDefinitions"].is_array();
+                assert!(first(&a) && first(&b));
+                for v in [&mut a, &mut b] {
+                    for e in v.iter_mut() {
+                        e["object"]["columnDefinitions"] = json!(null);
+                    }
+                    v.sort_by_key(|e| e.to_string());
+                }
+            }
+            for (x, y) in a.iter().zip(&b) {
+                assert_eq!(x["type"], y["type"]);
+                assert_tables_agree(&x["object"], &y["object"], &path, false);
+            }
+            for (i, e) in b.iter().enumerate() {
+                assert_eq!(e["object"]["columnDefinitions"].is_array(), i == 0 && from != "0", "{e}");
+            }
+        }
+    })
+    .await
+    .expect("timed out");
+}
+
+/// kubectl's table output with ages blanked and runs of spaces collapsed
+/// (a second can pass between the two reads and widen a column).
+fn normalize(out: &str) -> String {
+    out.lines()
+        .map(|l| {
+            l.split_whitespace()
+                .map(|w| {
+                    if human_seconds(w).is_some() {
+                        "<age>"
+                    } else {
+                        w
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_prints_the_same_through_kubecache() {
+    let up = real_apiserver();
+    tokio::time::timeout(Duration::from_secs(240), async {
+        let sfx = unique_suffix();
+        let ns = format!("kgtables-{sfx}");
+        ensure_namespace(&up, &ns).await;
+        make_pods(&up, &ns).await;
+        make_namespaced(&up, &ns).await;
+        // kubectl reads consistently (no resourceVersion): serve those from
+        // the cache, once it has caught up.
+        let p = ProxyBuilder::new(&up)
+            .consistent(ConsistentReads::ServeStale)
+            .start()
+            .await;
+        let paths = namespaced(&ns);
+        for path in &paths {
+            synced(&up, &p, path).await;
+            // What kubectl asks: the cache answers it.
+            assert_served_with(
+                &p,
+                ConsistentReads::ServeStale,
+                &format!("{path}?limit=500"),
+                KUBECTL_ACCEPT,
+            );
+        }
+        for resource in [
+            "pods",
+            "configmaps",
+            "secrets",
+            "serviceaccounts",
+            "services",
+            "endpoints",
+            "events",
+            "persistentvolumeclaims",
+            "events.events.k8s.io",
+            "endpointslices",
+            "deployments",
+            "replicasets",
+            "statefulsets",
+            "daemonsets",
+            "jobs",
+            "cronjobs",
+            "ingresses.networking.k8s.io",
+            "leases",
+            "roles",
+        ] {
+            for extra in [
+                &[][..],
+                &["-o", "wide"][..],
+                &["--show-labels"][..],
+                &["-L", "app,tier"][..],
+            ] {
+                let mut args = vec!["get", resource, "-n", &ns];
+                args.extend_from_slice(extra);
+                let (ok_a, a, err_a) = kubectl(&up, &args, None);
+                let (ok_b, b, err_b) = kubectl(&p.url, &args, None);
+                assert!(ok_a && ok_b, "{args:?}: {err_a} / {err_b}");
+                assert_eq!(normalize(&b), normalize(&a), "kubectl {args:?}");
+            }
+        }
+        // `kubectl get -w`: the list, then the watch's rows.
+        let watch = |server: &str| {
+            let mut cmd = kubectl_command(server);
+            cmd.args(["get", "configmaps", "-n", &ns, "-w", "--request-timeout=4s"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null());
+            cmd.spawn().unwrap()
+        };
+        let (direct, cached) = (watch(&up), watch(&p.url));
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        create(
+            &up,
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            json!({"metadata": {"name": "late"}, "data": {"x": "1"}}),
+        )
+        .await;
+        let (a, b) = (
+            direct.wait_with_output().unwrap(),
+            cached.wait_with_output().unwrap(),
+        );
+        let (a, b) = (
+            String::from_utf8_lossy(&a.stdout),
+            String::from_utf8_lossy(&b.stdout),
+        );
+        assert!(a.contains("late"), "{a}");
+        assert_eq!(normalize(&b), normalize(&a));
+        release(&up, &ns).await;
+    })
+    .await
+    .expect("timed out");
+}
