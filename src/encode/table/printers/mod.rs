@@ -9,6 +9,7 @@
 mod cluster;
 mod core;
 mod network;
+mod policy;
 mod storage;
 mod workloads;
 
@@ -52,6 +53,7 @@ fn row_fn(group: &str, version: &str, resource: &str) -> Option<RowFn> {
         .or_else(|| cluster::lookup(group, version, resource))
         .or_else(|| network::lookup(group, version, resource))
         .or_else(|| storage::lookup(group, version, resource))
+        .or_else(|| policy::lookup(group, version, resource))
 }
 
 static BUILTIN: LazyLock<Mutex<HashMap<String, Option<Arc<Printer>>>>> =
