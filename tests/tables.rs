@@ -308,6 +308,17 @@ async fn make_pods(up: &str, ns: &str) {
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
+/// A new namespace holding the pods and the other namespaced fixtures:
+/// (the run's suffix, the namespace).
+async fn namespace_with_fixtures(up: &str, prefix: &str) -> (String, String) {
+    let sfx = unique_suffix();
+    let ns = format!("{prefix}-{sfx}");
+    ensure_namespace(up, &ns).await;
+    make_pods(up, &ns).await;
+    make_namespaced(up, &ns).await;
+    (sfx, ns)
+}
+
 /// Releases the finalizers the fixtures set, so namespaces can go.
 async fn release(up: &str, ns: &str) {
     let path = format!("{up}/api/v1/namespaces/{ns}/pods/terminating");
@@ -484,11 +495,7 @@ async fn synced(up: &str, p: &Proxy, path: &str) {
 async fn tables_of_every_printed_type_equal_the_real_apiservers() {
     let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(240), async {
-        let sfx = unique_suffix();
-        let ns = format!("tables-{sfx}");
-        ensure_namespace(&up, &ns).await;
-        make_pods(&up, &ns).await;
-        make_namespaced(&up, &ns).await;
+        let (sfx, ns) = namespace_with_fixtures(&up, "tables").await;
         make_cluster_scoped(&up, &sfx, &ns).await;
         let p = start_proxy(&up).await;
         let paths: Vec<String> = namespaced(&ns)
@@ -718,11 +725,7 @@ fn normalize(out: &str) -> String {
 async fn kubectl_get_prints_the_same_through_kubecache() {
     let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(240), async {
-        let sfx = unique_suffix();
-        let ns = format!("kgtables-{sfx}");
-        ensure_namespace(&up, &ns).await;
-        make_pods(&up, &ns).await;
-        make_namespaced(&up, &ns).await;
+        let (_, ns) = namespace_with_fixtures(&up, "kgtables").await;
         // kubectl reads consistently (no resourceVersion): serve those from
         // the cache, once it has caught up.
         let p = ProxyBuilder::new(&up)

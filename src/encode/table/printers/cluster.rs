@@ -206,25 +206,15 @@ fn lease(l: &Value, r: &mut RowBuilder) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{cells, column_count};
+    use super::super::test_support::{cells, check};
     use super::go_lower;
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     const NOW: &str = "2026-01-01T01:00:00Z";
     const NODES: (&str, &str, &str) = ("", "v1", "nodes");
     const EVENTS: (&str, &str, &str) = ("", "v1", "events");
     const EVENTS_V1: (&str, &str, &str) = ("events.k8s.io", "v1", "events");
     const EVENTS_V1BETA1: (&str, &str, &str) = ("events.k8s.io", "v1beta1", "events");
-
-    fn check(gvr: (&str, &str, &str), obj: Value, want: &str) {
-        let got = cells(gvr, obj, NOW);
-        assert_eq!(got, want);
-        let n = serde_json::from_str::<Value>(&format!("{{{got}}}")).unwrap()["cells"]
-            .as_array()
-            .unwrap()
-            .len();
-        assert_eq!(n, column_count(gvr), "{gvr:?}");
-    }
 
     #[test]
     fn nodes_show_readiness_roles_and_node_info() {

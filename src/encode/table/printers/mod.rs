@@ -237,6 +237,18 @@ pub(crate) mod test_support {
         p.row_of(&obj).to_json(now)
     }
 
+    /// The row's cells at 2026-01-01T01:00:00Z are `want`, and as many as
+    /// the printer has columns.
+    pub fn check(gvr: (&str, &str, &str), obj: Value, want: &str) {
+        let got = cells(gvr, obj, "2026-01-01T01:00:00Z");
+        assert_eq!(got, want);
+        let n = serde_json::from_str::<Value>(&format!("{{{got}}}")).unwrap()["cells"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(n, column_count(gvr), "{gvr:?}");
+    }
+
     /// Every printed row has as many cells as its printer has columns.
     pub fn column_count(gvr: (&str, &str, &str)) -> usize {
         columns::printed(&format!("{}/{}/{}", gvr.0, gvr.1, gvr.2)).map_or(0, <[Column]>::len)

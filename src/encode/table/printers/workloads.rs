@@ -556,7 +556,7 @@ fn cron_job(c: &Value, r: &mut RowBuilder) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{cells, column_count};
+    use super::super::test_support::{cells, check};
     use super::selector_string;
     use serde_json::{json, Value};
 
@@ -564,16 +564,6 @@ mod tests {
 
     fn meta() -> Value {
         json!({"name": "w", "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:00Z"})
-    }
-
-    fn check(gvr: (&str, &str, &str), obj: Value, want: &str) {
-        let got = cells(gvr, obj, NOW);
-        assert_eq!(got, want);
-        let n = serde_json::from_str::<Value>(&format!("{{{got}}}")).unwrap()["cells"]
-            .as_array()
-            .unwrap()
-            .len();
-        assert_eq!(n, column_count(gvr), "{gvr:?}");
     }
 
     #[test]
