@@ -567,33 +567,99 @@ async fn tables_of_every_printed_type_equal_the_real_apiservers() {
     .expect("timed out");
 }
 
+/// A CRD whose printer columns cover every cell type and client-go's
+/// JSONPath grammar (filters, indexes, wildcards, recursive descent).
+fn gadget_crd() -> Value {
+    let mut c = crd("gadgets", "Gadget", "Namespaced");
+    let v = &mut c["spec"]["versions"][0];
+    v["schema"]["openAPIV3Schema"]["properties"]["status"] =
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    v["additionalPrinterColumns"] = json!([
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "priority": 1},
+        {"name": "On", "type": "boolean", "jsonPath": ".spec.on"},
+        {"name": "Color", "type": "string", "jsonPath": ".spec.color", "description": "What it looks like."},
+        {"name": "Parts", "type": "string", "jsonPath": ".spec.parts"},
+        {"name": "Built", "type": "date", "jsonPath": ".spec.built"},
+        {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+        {"name": "Why", "type": "string", "jsonPath": ".status.conditions[?(@.status==\"True\")].reason"},
+        {"name": "First", "type": "string", "jsonPath": ".spec.list[0]"},
+        {"name": "Last", "type": "string", "jsonPath": ".spec.list[-1]"},
+        {"name": "All", "type": "string", "jsonPath": ".spec.list[*]"},
+        {"name": "Deep", "type": "string", "jsonPath": "..deep"},
+        {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas", "priority": 2},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]);
+    c
+}
+
+/// Replaces the gadgets CRD's versions and waits until the apiserver
+/// prints with their columns.
+async fn set_gadget_versions(up: &str, versions: Value) {
+    let url = format!(
+        "{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.kubecache.test"
+    );
+    let mut def = get(&url).await.json();
+    let want: Vec<Value> = std::iter::once(json!("Name"))
+        .chain(
+            versions[0]["additionalPrinterColumns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].clone()),
+        )
+        .collect();
+    def["spec"]["versions"] = versions;
+    let r = send(Method::PUT, &url, Some(def)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    for _ in 0..100 {
+        let (_, t) = table(
+            &format!("{up}/apis/kubecache.test/v1/gadgets?limit=1"),
+            TABLE,
+        )
+        .await;
+        if column_names(&t) == Value::Array(want.clone()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the apiserver never printed gadgets with {want:?}");
+}
+
+fn column_names(t: &Value) -> Value {
+    Value::Array(
+        t["columnDefinitions"]
+            .as_array()
+            .map(|c| c.iter().map(|c| c["name"].clone()).collect())
+            .unwrap_or_default(),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resource_tables_follow_their_printer_columns() {
     let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(90), async {
-        let mut gadgets = crd("gadgets", "Gadget", "Namespaced");
-        gadgets["spec"]["versions"][0]["additionalPrinterColumns"] = json!([
-            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
-            {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "priority": 1},
-            {"name": "On", "type": "boolean", "jsonPath": ".spec.on"},
-            {"name": "Color", "type": "string", "jsonPath": ".spec.color", "description": "What it looks like."},
-            {"name": "Parts", "type": "string", "jsonPath": ".spec.parts"},
-            {"name": "Built", "type": "date", "jsonPath": ".spec.built"},
-            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-        ]);
-        establish(&up, gadgets).await;
+        // The CRD may be left from an earlier run: set its columns anew.
+        establish(&up, gadget_crd()).await;
+        set_gadget_versions(&up, gadget_crd()["spec"]["versions"].clone()).await;
         establish(&up, crd("widgets", "Widget", "Namespaced")).await;
         let ns = format!("crtables-{}", unique_suffix());
         ensure_namespace(&up, &ns).await;
         let g = format!("/apis/kubecache.test/v1/namespaces/{ns}/gadgets");
         let w = format!("/apis/kubecache.test/v1/namespaces/{ns}/widgets");
         let specs = [
-            json!({"size": 3, "ratio": 0.5, "on": true, "color": "<red>", "parts": {"b": 1, "a": [1, 2]}, "built": "2026-01-01T00:00:00Z"}),
-            json!({"size": 7, "ratio": 2, "color": "blue", "built": "not a date"}),
+            json!({"size": 3, "ratio": 0.5, "on": true, "color": "<red>", "parts": {"b": 1, "a": [1, 2]}, "built": "2026-01-01T00:00:00Z",
+                "list": ["x", "y", "z"], "nested": {"deep": "d1", "more": {"deep": "d2"}}}),
+            json!({"size": 7, "ratio": 2, "color": "blue", "built": "not a date", "list": [], "nested": {"deep": 5}}),
             json!({}),
         ];
-        for (i, spec) in specs.into_iter().enumerate() {
-            create(&up, &g, json!({"apiVersion": "kubecache.test/v1", "kind": "Gadget", "metadata": {"name": format!("g{i}")}, "spec": spec})).await;
+        let statuses = [
+            json!({"conditions": [{"type": "Synced", "status": "False"}, {"type": "Ready", "status": "True", "reason": "Up"}], "replicas": 3}),
+            json!({"conditions": [{"type": "Ready", "status": "False"}]}),
+            json!({}),
+        ];
+        for (i, (spec, status)) in specs.into_iter().zip(statuses).enumerate() {
+            create(&up, &g, json!({"apiVersion": "kubecache.test/v1", "kind": "Gadget", "metadata": {"name": format!("g{i}")}, "spec": spec, "status": status})).await;
             create(&up, &w, json!({"apiVersion": "kubecache.test/v1", "kind": "Widget", "metadata": {"name": format!("w{i}")}, "spec": {"size": i}})).await;
         }
         let p = start_proxy(&up).await;
@@ -606,32 +672,18 @@ async fn custom_resource_tables_follow_their_printer_columns() {
             same_table(&up, &p, &format!("{path}/{one}?resourceVersion=0"), TABLE).await;
         }
         // Columns changed on the CRD: the next Table follows them.
-        let crd_url = format!("{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.kubecache.test");
-        let mut def = get(&crd_url).await.json();
-        def["spec"]["versions"][0]["additionalPrinterColumns"] = json!([{"name": "Only", "type": "string", "jsonPath": ".spec.color"}]);
-        assert_eq!(send(Method::PUT, &crd_url, Some(def)).await.status, 200);
+        let mut versions = gadget_crd()["spec"]["versions"].clone();
+        versions[0]["additionalPrinterColumns"] = json!([{"name": "Only", "type": "string", "jsonPath": ".spec.color"}]);
+        set_gadget_versions(&up, versions).await;
         let want = json!(["Name", "Only"]);
         for _ in 0..100 {
             let (_, t) = table(&format!("{}{g}?resourceVersion=0", p.url), TABLE).await;
-            let names: Vec<Value> = t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
-            if Value::Array(names) == want {
+            if column_names(&t) == want {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         same_list_table(&up, &p, &format!("{g}?resourceVersion=0"), TABLE).await;
-        // Put the columns back for the next run.
-        let mut def = get(&crd_url).await.json();
-        def["spec"]["versions"][0]["additionalPrinterColumns"] = json!([
-            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
-            {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "priority": 1},
-            {"name": "On", "type": "boolean", "jsonPath": ".spec.on"},
-            {"name": "Color", "type": "string", "jsonPath": ".spec.color", "description": "What it looks like."},
-            {"name": "Parts", "type": "string", "jsonPath": ".spec.parts"},
-            {"name": "Built", "type": "date", "jsonPath": ".spec.built"},
-            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-        ]);
-        assert_eq!(send(Method::PUT, &crd_url, Some(def)).await.status, 200);
     })
     .await
     .expect("timed out");
