@@ -178,9 +178,9 @@ async fn compare_tables(up: &str, p: &Proxy, path: &str, accept: &str, any_versi
 }
 
 async fn create(up: &str, path: &str, obj: Value) -> Value {
-    // A custom resource's endpoint 404s for a moment while its CRD's
-    // update swaps the apiserver's handler.
-    for _ in 0..50 {
+    // A custom resource's endpoint can 404 for a moment after its CRD is
+    // made or changed, while the apiserver swaps its handler in.
+    for _ in 0..150 {
         let r = send(Method::POST, &format!("{up}{path}"), Some(obj.clone())).await;
         if r.status == 404 && r.text().starts_with("404 page not found") {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -578,8 +578,8 @@ async fn tables_of_every_printed_type_equal_the_real_apiservers() {
 
 /// A CRD whose printer columns cover every cell type and client-go's
 /// JSONPath grammar (filters, indexes, wildcards, recursive descent).
-fn gadget_crd() -> Value {
-    let mut c = crd("gadgets", "Gadget", "Namespaced");
+fn gadget_crd(n: &str) -> Value {
+    let mut c = crd(&format!("gadgets{n}"), &format!("Gadget{n}"), "Namespaced");
     let v = &mut c["spec"]["versions"][0];
     v["schema"]["openAPIV3Schema"]["properties"]["status"] =
         json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
@@ -604,17 +604,11 @@ fn gadget_crd() -> Value {
 
 /// Replaces the gadgets CRD's versions and waits until the apiserver
 /// prints with their columns.
-async fn set_gadget_versions(up: &str, versions: Value) {
+async fn set_gadget_versions(up: &str, n: &str, versions: Value) {
     let url = format!(
-        "{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.kubecache.test"
+        "{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets{n}.kubecache.test"
     );
     let mut def = get(&url).await.json();
-    if def["spec"]["versions"][0]["additionalPrinterColumns"]
-        == versions[0]["additionalPrinterColumns"]
-        && def["spec"]["versions"][0]["schema"] == versions[0]["schema"]
-    {
-        return;
-    }
     let want: Vec<Value> = std::iter::once(json!("Name"))
         .chain(
             versions[0]["additionalPrinterColumns"]
@@ -629,7 +623,7 @@ async fn set_gadget_versions(up: &str, versions: Value) {
     assert_eq!(r.status, 200, "{}", r.text());
     for _ in 0..100 {
         let (_, t) = table(
-            &format!("{up}/apis/kubecache.test/v1/gadgets?limit=1"),
+            &format!("{up}/apis/kubecache.test/v1/gadgets{n}?limit=1"),
             TABLE,
         )
         .await;
@@ -654,13 +648,14 @@ fn column_names(t: &Value) -> Value {
 async fn custom_resource_tables_follow_their_printer_columns() {
     let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(90), async {
-        // The CRD may be left from an earlier run: set its columns anew.
-        establish(&up, gadget_crd()).await;
-        set_gadget_versions(&up, gadget_crd()["spec"]["versions"].clone()).await;
+        // A CRD of the run's own: updating one right after it is made
+        // leaves its endpoint 404 for a while.
+        let n = unique_suffix().replace('-', "");
+        establish(&up, gadget_crd(&n)).await;
         establish(&up, crd("widgets", "Widget", "Namespaced")).await;
         let ns = format!("crtables-{}", unique_suffix());
         ensure_namespace(&up, &ns).await;
-        let g = format!("/apis/kubecache.test/v1/namespaces/{ns}/gadgets");
+        let g = format!("/apis/kubecache.test/v1/namespaces/{ns}/gadgets{n}");
         let w = format!("/apis/kubecache.test/v1/namespaces/{ns}/widgets");
         let specs = [
             json!({"size": 3, "ratio": 0.5, "on": true, "color": "<red>", "parts": {"b": 1, "a": [1, 2]}, "built": "2026-01-01T00:00:00Z",
@@ -674,7 +669,7 @@ async fn custom_resource_tables_follow_their_printer_columns() {
             json!({}),
         ];
         for (i, (spec, status)) in specs.into_iter().zip(statuses).enumerate() {
-            create(&up, &g, json!({"apiVersion": "kubecache.test/v1", "kind": "Gadget", "metadata": {"name": format!("g{i}")}, "spec": spec, "status": status})).await;
+            create(&up, &g, json!({"apiVersion": "kubecache.test/v1", "kind": format!("Gadget{n}"), "metadata": {"name": format!("g{i}")}, "spec": spec, "status": status})).await;
             create(&up, &w, json!({"apiVersion": "kubecache.test/v1", "kind": "Widget", "metadata": {"name": format!("w{i}")}, "spec": {"size": i}})).await;
         }
         let p = start_proxy(&up).await;
@@ -687,9 +682,9 @@ async fn custom_resource_tables_follow_their_printer_columns() {
             same_table(&up, &p, &format!("{path}/{one}?resourceVersion=0"), TABLE).await;
         }
         // Columns changed on the CRD: the next Table follows them.
-        let mut versions = gadget_crd()["spec"]["versions"].clone();
+        let mut versions = gadget_crd(&n)["spec"]["versions"].clone();
         versions[0]["additionalPrinterColumns"] = json!([{"name": "Only", "type": "string", "jsonPath": ".spec.color"}]);
-        set_gadget_versions(&up, versions).await;
+        set_gadget_versions(&up, &n, versions).await;
         let want = json!(["Name", "Only"]);
         for _ in 0..100 {
             let (_, t) = table(&format!("{}{g}?resourceVersion=0", p.url), TABLE).await;
