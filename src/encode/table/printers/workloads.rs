@@ -443,18 +443,16 @@ fn deployment(d: &Value, r: &mut RowBuilder) {
 }
 
 fn replica_set(x: &Value, r: &mut RowBuilder) {
-    let (names, images) = template_containers(x);
-    r.str(name(x))
-        .int(int(x, &["spec", "replicas"]))
-        .int(int(x, &["status", "replicas"]))
-        .int(int(x, &["status", "readyReplicas"]))
-        .since_field(created(x))
-        .str(&names)
-        .str(&images)
-        .str(&format_label_selector(at(x, &["spec", "selector"])));
+    replicas(x, r, &format_label_selector(at(x, &["spec", "selector"])));
 }
 
+/// A replication controller's selector is a plain label map.
 fn replication_controller(x: &Value, r: &mut RowBuilder) {
+    replicas(x, r, &format_labels(at(x, &["spec", "selector"])));
+}
+
+/// The row replica sets and replication controllers share.
+fn replicas(x: &Value, r: &mut RowBuilder, selector: &str) {
     let (names, images) = template_containers(x);
     r.str(name(x))
         .int(int(x, &["spec", "replicas"]))
@@ -463,7 +461,7 @@ fn replication_controller(x: &Value, r: &mut RowBuilder) {
         .since_field(created(x))
         .str(&names)
         .str(&images)
-        .str(&format_labels(at(x, &["spec", "selector"])));
+        .str(selector);
 }
 
 fn stateful_set(x: &Value, r: &mut RowBuilder) {
