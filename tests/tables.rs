@@ -410,6 +410,30 @@ async fn make_namespaced(up: &str, ns: &str) {
         "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}}})).await;
     create(up, &core("persistentvolumeclaims"), json!({"metadata": {"name": "waiting"}, "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "", "resources": {"requests": {"storage": "1Gi"}}}})).await;
     create(up, &grp("coordination.k8s.io", "v1", "leases"), json!({"metadata": {"name": "leader"}, "spec": {"holderIdentity": "controller-1", "leaseDurationSeconds": 15}})).await;
+    create(up, &grp("rbac.authorization.k8s.io", "v1", "rolebindings"), json!({"metadata": {"name": "readers"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": [{"kind": "User", "name": "alice"}, {"kind": "Group", "name": "devs"}, {"kind": "ServiceAccount", "name": "robot", "namespace": ns}]})).await;
+    create(up, &grp("networking.k8s.io", "v1", "networkpolicies"), json!({"metadata": {"name": "deny"},
+        "spec": {"podSelector": {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}]}}})).await;
+    create(
+        up,
+        &grp("policy", "v1beta1", "poddisruptionbudgets"),
+        json!({"metadata": {"name": "web"},
+        "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}}),
+    )
+    .await;
+    create(
+        up,
+        &core("podtemplates"),
+        json!({"metadata": {"name": "tmpl"}, "template": tmpl}),
+    )
+    .await;
+    create_with_status(up, &core("resourcequotas"), json!({"metadata": {"name": "quota"},
+        "spec": {"hard": {"pods": "10", "requests.cpu": "2", "limits.memory": "4Gi"}},
+        "status": {"hard": {"pods": "10", "requests.cpu": "2", "limits.memory": "4Gi"}, "used": {"pods": "3", "requests.cpu": "500m"}}})).await;
+    create(up, &grp("apps", "v1", "controllerrevisions"), json!({"metadata": {"name": "db-7f9",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "00000000-0000-0000-0000-000000000001", "controller": true}]},
+        "revision": 3, "data": {"spec": {}}})).await;
     create(up, &grp("rbac.authorization.k8s.io", "v1", "roles"), json!({"metadata": {"name": "reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})).await;
 }
 
@@ -455,6 +479,12 @@ fn namespaced(ns: &str) -> Vec<String> {
         "/apis/extensions/v1beta1/namespaces/{ns}/ingresses",
         "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
         "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+        "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+        "/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets",
+        "/api/v1/namespaces/{ns}/podtemplates",
+        "/api/v1/namespaces/{ns}/resourcequotas",
+        "/apis/apps/v1/namespaces/{ns}/controllerrevisions",
     ]
     .iter()
     .map(|p| p.replace("{ns}", ns))
@@ -825,6 +855,12 @@ async fn kubectl_get_prints_the_same_through_kubecache() {
             "ingresses.networking.k8s.io",
             "leases",
             "roles",
+            "rolebindings",
+            "networkpolicies",
+            "poddisruptionbudgets",
+            "podtemplates",
+            "resourcequotas",
+            "controllerrevisions",
         ] {
             for extra in [
                 &[][..],

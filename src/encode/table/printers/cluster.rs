@@ -126,7 +126,7 @@ fn events_event(e: &Value, r: &mut RowBuilder) {
 }
 
 /// Go's `strings.ToLower`: each rune to its one lower-case rune.
-fn go_lower(v: &str) -> String {
+pub(super) fn go_lower(v: &str) -> String {
     v.chars()
         .map(|c| {
             let mut l = c.to_lowercase();

@@ -416,7 +416,7 @@ mod go_sort {
 
 /// `metav1.FormatLabelSelector`: `<none>` for an empty selector,
 /// `<error>` for one that does not convert.
-fn format_label_selector(sel: Option<&Value>) -> String {
+pub(super) fn format_label_selector(sel: Option<&Value>) -> String {
     match selector_string(sel) {
         None => "<error>".into(),
         Some(s) if s.is_empty() => "<none>".into(),
