@@ -195,9 +195,7 @@ impl Cache {
             .get("additionalPrinterColumns")
             .and_then(|c| c.as_array())
             .map_or(&[][..], Vec::as_slice);
-        // A definition the apiserver cannot parse: it prints a partial
-        // table; leave that to it.
-        let p = Arc::new(Printer::custom(crd.rv, columns).ok()?);
+        let p = Arc::new(Printer::custom(crd.rv, columns));
         *cached = Some(p.clone());
         Some(p)
     }

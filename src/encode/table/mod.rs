@@ -67,7 +67,7 @@ impl Row {
                 Part::Fixed(bytes) => b.put_slice(bytes),
                 Part::Since(None) => b.put_slice(br#""\u003cunknown\u003e""#),
                 Part::Since(Some(t)) => {
-                    b.put_slice(go_string(&time::human_duration(now - t)).as_bytes())
+                    b.put_slice(go_string(&time::human_duration(now.saturating_sub(*t))).as_bytes())
                 }
             }
         }
@@ -186,7 +186,8 @@ impl RowBuilder {
 }
 
 /// Go's `encoding/json` float64 format: shortest representation, plain
-/// between 1e-6 and 1e21, exponent form (`1e+21`, `1e-07`) outside.
+/// between 1e-6 and 1e21, exponent form outside, its exponent as strconv
+/// writes it but for a negative one's leading zero (`1e+21`, `1e-7`).
 pub fn go_float(f: f64) -> String {
     if !f.is_finite() {
         // Go refuses to encode these; the apiserver never has them.
@@ -196,19 +197,12 @@ pub fn go_float(f: f64) -> String {
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
         let s = format!("{f:e}");
         let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match exp.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exp),
+        return match exp.strip_prefix('-') {
+            Some(digits) => format!("{mant}e-{digits}"),
+            None => format!("{mant}e+{exp:0>2}"),
         };
-        let digits = if digits.len() < 2 {
-            format!("0{digits}")
-        } else {
-            digits.to_string()
-        };
-        return format!("{mant}e{sign}{digits}");
     }
-    let s = format!("{f}");
-    s
+    format!("{f}")
 }
 
 /// A Table request: its version, what rows carry, and the printer.
@@ -359,7 +353,10 @@ mod tests {
         assert_eq!(go_float(-2.25), "-2.25");
         assert_eq!(go_float(1e20), "100000000000000000000");
         assert_eq!(go_float(1e21), "1e+21");
-        assert_eq!(go_float(1e-7), "1e-07");
+        assert_eq!(go_float(1e-7), "1e-7");
+        assert_eq!(go_float(-2e-7), "-2e-7");
+        assert_eq!(go_float(3.5e-8), "3.5e-8");
+        assert_eq!(go_float(1.5e300), "1.5e+300");
         assert_eq!(go_float(0.000001), "0.000001");
         assert_eq!(go_float(1.25e-10), "1.25e-10");
     }

@@ -84,7 +84,9 @@ pub fn parse_rfc3339(s: &str) -> Option<Nanos> {
         _ => return None,
     };
     let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset;
-    Some(secs * NANOS_PER_SEC + frac)
+    // Nanoseconds since 1970 fit years 1678 to 2262; Go's zero time
+    // (year 1) and others outside read as no time.
+    secs.checked_mul(NANOS_PER_SEC)?.checked_add(frac)
 }
 
 /// The current time.
@@ -171,6 +173,13 @@ mod tests {
             Some(1_795_280_823 * S)
         );
         assert_eq!(parse_rfc3339("2000-02-29T00:00:00Z"), Some(951_782_400 * S));
+    }
+
+    #[test]
+    fn times_beyond_the_nanosecond_clock_read_as_none() {
+        assert_eq!(parse_rfc3339("0001-01-01T00:00:00Z"), None);
+        assert_eq!(parse_rfc3339("9999-12-31T23:59:59Z"), None);
+        assert!(parse_rfc3339("1700-01-01T00:00:00Z").is_some());
     }
 
     #[test]

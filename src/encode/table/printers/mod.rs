@@ -104,7 +104,7 @@ impl Printer {
     /// A custom resource's printer: the version's `additionalPrinterColumns`
     /// after Name, or Age when it has none. `id` tells rows printed with
     /// one definition of the columns from those of another.
-    pub fn custom(id: u64, printer_columns: &[Value]) -> Result<Printer, String> {
+    pub fn custom(id: u64, printer_columns: &[Value]) -> Printer {
         let mut defs = vec![Column::new(
             "Name",
             "string",
@@ -123,16 +123,20 @@ impl Printer {
         } else {
             printer_columns
         };
+        // Like tableconvertor.New, a column whose path does not parse ends
+        // the list: the apiserver prints the columns before it.
         for c in printer_columns {
-            let (def, col) = CustomColumn::parse(c)?;
+            let Ok((def, col)) = CustomColumn::parse(c) else {
+                break;
+            };
             defs.push(def);
             custom.push(col);
         }
-        Ok(Printer {
+        Printer {
             id,
             columns: columns::encode(&defs),
             kind: Kind::Custom(custom),
-        })
+        }
     }
 
     pub fn id(&self) -> u64 {
@@ -289,8 +293,23 @@ mod tests {
     }
 
     #[test]
+    fn a_column_that_does_not_parse_ends_a_custom_resources_columns() {
+        let cols = [
+            serde_json::json!({"name": "A", "type": "string", "jsonPath": ".spec.a"}),
+            serde_json::json!({"name": "B", "type": "string", "jsonPath": ".spec.b["}),
+            serde_json::json!({"name": "C", "type": "string", "jsonPath": ".spec.c"}),
+        ];
+        let p = Printer::custom(1, &cols);
+        let defs: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
+        let names: Vec<_> = defs.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["Name", "A"]);
+        let obj = json!({"metadata": {"name": "w"}, "spec": {"a": "x", "c": "z"}});
+        assert_eq!(p.row_of(&obj).to_json(0), r#""cells":["w","x"]"#);
+    }
+
+    #[test]
     fn custom_resources_without_printer_columns_get_an_age() {
-        let p = Printer::custom(7, &[]).unwrap();
+        let p = Printer::custom(7, &[]);
         let cols: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
         let names: Vec<_> = cols.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["Name", "Age"]);
