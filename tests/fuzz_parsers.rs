@@ -148,3 +148,167 @@ proptest! {
         let _ = accept::restful_accepts(Some(&header));
     }
 }
+
+/// Keys the printers and paths read, so generated objects reach past the
+/// first lookup.
+const KEYS: &[&str] = &[
+    "metadata",
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "spec",
+    "status",
+    "containers",
+    "initContainers",
+    "containerStatuses",
+    "initContainerStatuses",
+    "state",
+    "waiting",
+    "terminated",
+    "running",
+    "reason",
+    "exitCode",
+    "signal",
+    "restartCount",
+    "ready",
+    "phase",
+    "conditions",
+    "type",
+    "selector",
+    "matchLabels",
+    "matchExpressions",
+    "key",
+    "operator",
+    "values",
+    "replicas",
+    "ports",
+    "port",
+    "nodePort",
+    "protocol",
+    "subsets",
+    "addresses",
+    "ip",
+    "loadBalancer",
+    "ingress",
+    "hostname",
+    "rules",
+    "host",
+    "tls",
+    "hosts",
+    "capacity",
+    "storage",
+    "accessModes",
+    "claimRef",
+    "template",
+    "nodeSelector",
+    "subjects",
+    "roleRef",
+    "hard",
+    "used",
+    "webhooks",
+    "lastTimestamp",
+    "firstTimestamp",
+    "eventTime",
+    "series",
+    "count",
+    "involvedObject",
+    "regarding",
+    "source",
+    "component",
+    "startTime",
+    "completionTime",
+    "schedule",
+    "suspend",
+    "active",
+    "lastScheduleTime",
+    "nodeInfo",
+];
+
+/// JSON values whose object keys come from `KEYS`.
+fn object_like() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        "[a-zA-Z0-9:.<>&/ -]{0,12}".prop_map(Value::from),
+        Just(Value::from("2026-01-01T00:00:00Z")),
+        Just(Value::from("0001-01-01T00:00:00Z")),
+    ];
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(
+                |kvs| Value::Object(kvs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+            ),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn every_printer_prints_any_object_without_panicking(obj in object_like()) {
+        use kubecache::encode::table::Printer;
+        let file: serde_json::Value =
+            serde_json::from_str(include_str!("../src/encode/table/columns.json")).unwrap();
+        for gvr in file["printed"].as_object().unwrap().keys() {
+            let p: Vec<&str> = gvr.split('/').collect();
+            if let Some(printer) = Printer::builtin(p[0], p[1], p[2]) {
+                let row = printer.row_of(&obj).to_json(0);
+                prop_assert!(row.starts_with("\"cells\":["), "{}", row);
+            }
+        }
+    }
+
+    #[test]
+    fn custom_resource_columns_parse_or_refuse_and_print_without_panicking(
+        path in r"[.a-z\[\]*?@()=!<>'0-9:, \\-]{0,40}",
+        ty in proptest::sample::select(&["string", "integer", "number", "boolean", "date", "other"][..]),
+        obj in object_like(),
+    ) {
+        use kubecache::encode::table::{jsonpath::CustomColumn, RowBuilder};
+        let def = serde_json::json!({"name": "c", "type": ty, "jsonPath": path});
+        if let Ok((_, col)) = CustomColumn::parse(&def) {
+            // Twice: a path can keep state between evaluations.
+            for _ in 0..2 {
+                let mut r = RowBuilder::default();
+                col.cell(&obj, &mut r);
+                prop_assert_eq!(r.cells(), 1);
+            }
+        }
+    }
+
+    #[test]
+    fn timestamps_parse_or_refuse(s in prop_oneof![
+        any::<String>(),
+        r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{0,12})?(Z|[+-][0-9]{2}:[0-9]{2})",
+    ]) {
+        use kubecache::encode::table::time;
+        if let Some(t) = time::parse_rfc3339(&s) {
+            let _ = time::human_duration(time::now().saturating_sub(t));
+        }
+    }
+}
+
+#[test]
+fn deeply_nested_json_paths_do_not_exhaust_the_stack() {
+    use kubecache::encode::table::jsonpath::CustomColumn;
+    for path in [
+        format!(".a{}", "[?(@".repeat(5000)),
+        "(".repeat(10000),
+        format!("{}x", "..".repeat(5000)),
+        "[".repeat(10000),
+    ] {
+        let def = serde_json::json!({"name": "c", "type": "string", "jsonPath": path});
+        let _ = CustomColumn::parse(&def);
+    }
+}
