@@ -21,6 +21,8 @@ pub struct TypeCache {
     codec: RwLock<Arc<TypeCodec>>,
     synced: watch::Sender<bool>,
     pub stats: ReflectorStats,
+    /// A built-in type's Table printer (or that it has none), found once.
+    builtin_printer: std::sync::OnceLock<Option<Arc<Printer>>>,
     /// A custom resource's Table printer, kept while its CRD is unchanged.
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
 }
@@ -40,6 +42,7 @@ impl TypeCache {
             codec: RwLock::new(Arc::new(codec)),
             synced: watch::channel(false).0,
             stats: ReflectorStats::default(),
+            builtin_printer: Default::default(),
             custom_printer: Default::default(),
         }
     }
@@ -168,7 +171,10 @@ impl Cache {
     pub fn table_printer(&self, tc: &TypeCache) -> Option<Arc<Printer>> {
         let gvr = &tc.rt.gvr;
         if tc.codec().style == ListStyle::Typed {
-            return Printer::builtin(&gvr.group, &gvr.version, &gvr.resource);
+            return tc
+                .builtin_printer
+                .get_or_init(|| Printer::builtin(&gvr.group, &gvr.version, &gvr.resource))
+                .clone();
         }
         let crds =
             GroupVersionResource::new("apiextensions.k8s.io", "v1", "customresourcedefinitions");

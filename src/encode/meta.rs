@@ -143,7 +143,8 @@ pub fn internal_meta(group: &str, kind: &str, raw: &str) -> Option<Bytes> {
     })
 }
 
-fn put_partial(b: &mut BytesMut, v: MetaVersion, meta: &[u8]) {
+/// A PartialObjectMetadata appended to a body being built.
+pub(crate) fn put_partial(b: &mut BytesMut, v: MetaVersion, meta: &[u8]) {
     b.put_slice(b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"");
     b.put_slice(v.api_version().as_bytes());
     b.put_slice(b"\",\"metadata\":");

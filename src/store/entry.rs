@@ -263,9 +263,19 @@ impl TypeCodec {
             ListStyle::Unstructured => entry.item.clone(),
             ListStyle::Typed => {
                 let mut b = BytesMut::with_capacity(self.type_meta.len() + entry.item.len());
+                self.put_object(&mut b, entry);
+                b.freeze()
+            }
+        }
+    }
+
+    /// The object, self-describing, appended to a body being built.
+    pub fn put_object(&self, b: &mut BytesMut, entry: &Entry) {
+        match self.style {
+            ListStyle::Unstructured => b.put_slice(&entry.item),
+            ListStyle::Typed => {
                 b.put_slice(&self.type_meta);
                 b.put_slice(&entry.item[1..]);
-                b.freeze()
             }
         }
     }

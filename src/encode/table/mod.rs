@@ -12,7 +12,7 @@ pub mod printers;
 pub mod time;
 
 use super::json::{go_string, list_meta, ListMeta};
-use super::meta::partial_object;
+use super::meta::put_partial;
 use crate::request::accept::MetaVersion;
 use crate::store::{Entry, ListStyle, TypeCodec};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -266,28 +266,36 @@ impl TableSpec {
         b.put_slice(b",\"rows\":");
     }
 
-    fn put_row(&self, b: &mut BytesMut, row: &Row, object: impl FnOnce() -> Bytes, now: Nanos) {
+    /// One row: its cells, then its object written by `object` unless
+    /// `includeObject=None`.
+    fn put_row(&self, b: &mut BytesMut, row: &Row, object: impl FnOnce(&mut BytesMut), now: Nanos) {
         b.put_u8(b'{');
         row.put(b, now);
         b.put_slice(b",\"object\":");
         match self.include {
             Include::None => b.put_slice(b"null"),
-            Include::Metadata | Include::Object => b.put_slice(&object()),
+            Include::Metadata | Include::Object => object(b),
         }
         b.put_u8(b'}');
     }
 
-    fn row_object(&self, codec: &TypeCodec, e: &Entry) -> Bytes {
+    /// An entry as its row carries it: the object, or its metadata.
+    fn put_row_object(&self, b: &mut BytesMut, codec: &TypeCodec, e: &Entry) {
         match self.include {
-            Include::Object => codec.object_bytes(e),
-            _ => partial_object(self.version, &e.meta),
+            Include::Object => codec.put_object(b, e),
+            _ => put_partial(b, self.version, &e.meta),
         }
     }
 
     /// A list as a Table.
     pub fn list(&self, codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
         let now = time::now();
-        let size: usize = items.iter().map(|e| e.meta.len() + 200).sum();
+        let object = |e: &Entry| match self.include {
+            Include::None => 4,
+            Include::Metadata => e.meta.len() + 80,
+            Include::Object => e.item.len() + 64,
+        };
+        let size: usize = items.iter().map(|e| object(e) + 200).sum();
         let mut b = BytesMut::with_capacity(size + 4096);
         self.put_head(&mut b, &list_meta(meta, ListStyle::Typed), true);
         if items.is_empty() && self.printer.null_when_empty() {
@@ -300,7 +308,7 @@ impl TableSpec {
                 b.put_u8(b',');
             }
             let row = self.row(e);
-            self.put_row(&mut b, &row, || self.row_object(codec, e), now);
+            self.put_row(&mut b, &row, |b| self.put_row_object(b, codec, e), now);
         }
         b.put_slice(b"]}\n");
         b.freeze()
@@ -311,7 +319,7 @@ impl TableSpec {
     pub fn object(&self, codec: &TypeCodec, e: &Entry, watch: bool) -> Bytes {
         let meta = format!("{{\"resourceVersion\":\"{}\"}}", e.rv);
         let row = self.row(e);
-        self.one_row(&meta, &row, || self.row_object(codec, e), watch)
+        self.one_row(&meta, &row, |b| self.put_row_object(b, codec, e), watch)
     }
 
     /// A bookmark's object as a Table: the printer's row for the kind's
@@ -320,17 +328,23 @@ impl TableSpec {
         let obj = super::bookmark::object(codec, rv, initial_events_end);
         let row = self.printer.row(&obj);
         let meta = format!("{{\"resourceVersion\":\"{rv}\"}}");
-        let object = || match self.include {
-            Include::Object => obj.clone(),
+        let object = |b: &mut BytesMut| match self.include {
+            Include::Object => b.put_slice(&obj),
             _ => {
                 let m = super::bookmark::object_meta(rv, initial_events_end);
-                partial_object(self.version, m.as_bytes())
+                put_partial(b, self.version, m.as_bytes())
             }
         };
         self.one_row(&meta, &row, object, true)
     }
 
-    fn one_row(&self, meta: &str, row: &Row, object: impl FnOnce() -> Bytes, watch: bool) -> Bytes {
+    fn one_row(
+        &self,
+        meta: &str,
+        row: &Row,
+        object: impl FnOnce(&mut BytesMut),
+        watch: bool,
+    ) -> Bytes {
         let headers = !watch || !self.headers_sent.replace(true);
         let mut b = BytesMut::with_capacity(4096);
         self.put_head(&mut b, meta, headers);
