@@ -793,6 +793,54 @@ async fn table_watches_carry_column_definitions_on_the_first_event_only() {
     .expect("timed out");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_watch_bookmarks_are_tables_of_the_kinds_empty_object() {
+    let up = real_apiserver();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let ns = format!("tablebm-{}", unique_suffix());
+        ensure_namespace(&up, &ns).await;
+        let pods = format!("/api/v1/namespaces/{ns}/pods");
+        let p = start_proxy(&up).await;
+        synced(&up, &p, &pods).await;
+        let rv = get(&format!("{up}{pods}")).await.json()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // v1.20 bookmarks a watcher 2 s before its deadline, once an event
+        // newer than its start has passed.
+        let path = format!(
+            "{pods}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=5"
+        );
+        assert_served_from_cache(&p, &path, TABLE);
+        let mut direct = LineWatch::open(&format!("{up}{path}"), TABLE).await;
+        let mut cached = LineWatch::open(&format!("{}{path}", p.url), TABLE).await;
+        create_with_status(
+            &up,
+            &pods,
+            pod(
+                "bm",
+                json!({"containers": containers(&["app"])}),
+                json!({"phase": "Running"}),
+            ),
+        )
+        .await;
+        for _ in 0..2 {
+            let (a, b) = (direct.line().await, cached.line().await);
+            let (va, vb): (Value, Value) = (
+                serde_json::from_str(&a).unwrap(),
+                serde_json::from_str(&b).unwrap(),
+            );
+            assert_eq!(vb["type"], va["type"], "{b}");
+            assert_tables_agree(&va["object"], &vb["object"], &path, false);
+        }
+        let (a, b) = (direct.line().await, cached.line().await);
+        assert!(a.contains("\"type\":\"BOOKMARK\""), "{a}");
+        assert_eq!(b, a);
+    })
+    .await
+    .expect("timed out");
+}
+
 /// kubectl's table output with ages blanked and runs of spaces collapsed
 /// (a second can pass between the two reads and widen a column).
 fn normalize(out: &str) -> String {
