@@ -153,6 +153,18 @@ proptest! {
 /// first lookup.
 const KEYS: &[&str] = &[
     "metadata",
+    // Keys the pretty layout treats apart.
+    "managedFields",
+    "fieldsV1",
+    "items",
+    "rows",
+    "object",
+    "data",
+    "extra",
+    "openAPIV3Schema",
+    "properties",
+    "enum",
+    "subresources",
     "name",
     "namespace",
     "creationTimestamp",
@@ -285,6 +297,27 @@ proptest! {
                 prop_assert_eq!(r.cells(), 1);
             }
         }
+    }
+
+    #[test]
+    fn pretty_layout_only_adds_whitespace_and_never_panics(
+        obj in object_like(),
+        raw_data in any::<bool>(),
+        junk in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        use kubecache::encode::pretty::indent;
+        let compact = serde_json::to_vec(&obj).unwrap();
+        let pretty = indent(&compact, raw_data);
+        // Against the compact form re-read, as serde_json's float parsing
+        // is not exact.
+        let back: serde_json::Value = serde_json::from_slice(&pretty).unwrap();
+        let want: serde_json::Value = serde_json::from_slice(&compact).unwrap();
+        prop_assert_eq!(back, want);
+        // Upstream garbage is copied, not parsed into a panic.
+        let _ = indent(&junk, raw_data);
+        let mut cut = compact.clone();
+        cut.truncate(junk.len().min(cut.len()));
+        let _ = indent(&cut, raw_data);
     }
 
     #[test]

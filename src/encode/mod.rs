@@ -4,6 +4,7 @@
 pub mod bookmark;
 pub mod json;
 pub mod meta;
+pub mod pretty;
 pub mod table;
 
 use crate::request::accept::MetaVersion;

@@ -22,7 +22,7 @@ pub struct ListOptions {
     pub timeout_seconds: Option<i64>,
     /// A Table's `includeObject`, validated when a Table is asked for.
     pub include_object: Option<String>,
-    /// Parameters kubecache does not answer itself (`pretty`, `as`…) or that
+    /// Parameters kubecache does not answer itself (`export`…) or that
     /// did not parse: their presence sends the request upstream.
     pub unparsed: Vec<String>,
 }
@@ -34,6 +34,36 @@ fn parse_bool(s: &str) -> Option<bool> {
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
         _ => None,
     }
+}
+
+/// Go's `isPrettyPrint`: a non-empty `pretty` in the query decides (true
+/// only as `strconv.ParseBool` reads true, so `pretty=yes` is compact even
+/// for curl); without one, curl, Wget and browsers get indented JSON. The
+/// query is read as Go 1.19's `URL.Query()` reads it: the first value,
+/// pairs with a `;` dropped.
+pub fn pretty_print(query: Option<&str>, user_agent: Option<&str>) -> bool {
+    // Like Go, only a query that spells "pretty" is parsed at all.
+    if let Some(q) = query.filter(|q| q.contains("pretty")) {
+        let value = q
+            .split('&')
+            .filter(|pair| !pair.contains(';'))
+            .find_map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                let decoded = |s: &str| {
+                    url::form_urlencoded::parse(format!("x={s}").as_bytes())
+                        .next()
+                        .map(|(_, v)| v.into_owned())
+                        .unwrap_or_default()
+                };
+                (decoded(k) == "pretty").then(|| decoded(v))
+            });
+        if let Some(v) = value.filter(|v| !v.is_empty()) {
+            return parse_bool(&v) == Some(true);
+        }
+    }
+    user_agent.is_some_and(|ua| {
+        ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0")
+    })
 }
 
 impl ListOptions {
@@ -75,8 +105,9 @@ impl ListOptions {
                     Ok(n) => o.timeout_seconds = Some(n),
                     Err(_) => o.unparsed.push(k.into()),
                 },
-                // Output-shaping parameters the cache does not reproduce yet.
-                "pretty" | "export" | "exact" | "includeUninitialized" => o.unparsed.push(k.into()),
+                // Output-shaping parameters the cache does not reproduce
+                // (`pretty` is decided apart, as Go's isPrettyPrint does).
+                "export" | "exact" | "includeUninitialized" => o.unparsed.push(k.into()),
                 // The apiserver ignores parameters it does not know.
                 _ => {}
             }
@@ -527,7 +558,45 @@ mod tests {
             Err(ModeError::Forward(_))
         ));
         assert_eq!(opts("limit=abc").unparsed, vec!["limit".to_string()]);
-        assert_eq!(opts("pretty=true").unparsed, vec!["pretty".to_string()]);
+        assert_eq!(opts("export=true").unparsed, vec!["export".to_string()]);
+        assert!(opts("pretty=true").unparsed.is_empty());
+    }
+
+    #[test]
+    fn pretty_printing_follows_the_query_first_and_the_user_agent_second() {
+        let curl = Some("curl/8.5.0");
+        assert!(pretty_print(None, curl));
+        assert!(pretty_print(None, Some("Wget/1.21")));
+        assert!(pretty_print(None, Some("Mozilla/5.0 (X11)")));
+        assert!(!pretty_print(None, Some("Mozilla/4.0")));
+        assert!(!pretty_print(None, Some("kubectl/v1.20.2")));
+        assert!(!pretty_print(None, None));
+        assert!(pretty_print(Some("pretty=true"), None));
+        assert!(pretty_print(Some("limit=1&pretty=1"), Some("kc")));
+        assert!(
+            pretty_print(Some("%70retty=1&pretty=0"), None),
+            "decoded keys count"
+        );
+        assert!(!pretty_print(Some("pretty=false"), curl));
+        assert!(
+            !pretty_print(Some("pretty=yes"), curl),
+            "not a Go bool: false"
+        );
+        assert!(
+            pretty_print(Some("pretty="), curl),
+            "empty: the agent decides"
+        );
+        assert!(pretty_print(Some("pretty"), curl));
+        assert!(
+            !pretty_print(Some("pretty=0&pretty=1"), None),
+            "the first value wins"
+        );
+        assert!(
+            pretty_print(Some("pretty=0;x&pretty=1"), None),
+            "a pair with ; is dropped"
+        );
+        assert!(pretty_print(Some("labelSelector=prettyish"), curl));
+        assert!(!pretty_print(Some("labelSelector=prettyish"), None));
     }
 
     #[test]

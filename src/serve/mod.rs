@@ -9,6 +9,7 @@ pub mod route;
 pub mod watch;
 
 use crate::cache::Cache;
+use crate::encode::pretty::Layout;
 use crate::metrics::{self, ServedBy};
 use crate::request::accept;
 use crate::status::Status;
@@ -71,12 +72,29 @@ pub fn status_response(s: &Status) -> Response<Body> {
 
 /// An error made here for a request with these headers: written as the
 /// apiserver's ErrorNegotiated writes it, which negotiates the error
-/// without conversions and falls back to indented JSON.
-fn error_response(s: &Status, headers: &http::HeaderMap) -> Response<Body> {
+/// without conversions (pretty as the request asks) and falls back to
+/// encoding/json's indentation when nothing fits.
+fn error_response(s: &Status, headers: &http::HeaderMap, pretty: bool) -> Response<Body> {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     match accept::negotiate(accept, accept::Endpoint::ERRORS) {
+        Some(n) if n.pretty || pretty => {
+            let body = Layout::Indented { raw_data: false }.apply(s.to_bytes());
+            status_body_response(s, body)
+        }
         Some(_) => status_response(s),
         None => status_body_response(s, s.to_indented_bytes()),
+    }
+}
+
+/// A body laid out for the request; big ones off the async workers.
+async fn lay_out(layout: Layout, b: Bytes) -> Result<Bytes, Status> {
+    match layout {
+        Layout::Indented { .. } if b.len() > compress::THRESHOLD => {
+            tokio::task::spawn_blocking(move || layout.apply(b))
+                .await
+                .map_err(|e| Status::internal(format!("indenting the response: {e}")))
+        }
+        _ => Ok(layout.apply(b)),
     }
 }
 
@@ -109,9 +127,14 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
     let watch = crate::request::ListOptions::parse(req.uri().query()).watch;
     let verb = metrics::Verb::of(req.method(), rp.as_ref(), watch);
     let resource = rp.map(|p| p.resource).unwrap_or_default();
+    let pretty = route::pretty_print(req.uri().query(), req.headers());
     match decision {
-        Decision::Cache { tc, read } => match read::execute(&tc, read).await {
+        Decision::Cache { tc, read, layout } => match read::execute(&tc, read).await {
             read::Outcome::Body(b) => {
+                let b = match lay_out(layout, b).await {
+                    Ok(b) => b,
+                    Err(s) => return status_response(&s),
+                };
                 metrics::request(verb, &resource, 200, ServedBy::Cache);
                 if b.len() > compress::THRESHOLD && compress::accepts_gzip(req.headers()) {
                     return gzip_response(b).await;
@@ -124,7 +147,7 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
             }
             read::Outcome::Error(s) => {
                 metrics::request(verb, &resource, s.code, ServedBy::Cache);
-                error_response(&s, req.headers())
+                error_response(&s, req.headers(), pretty)
             }
             read::Outcome::Forward(reason) => {
                 metrics::forwarded(reason.as_str());
@@ -133,7 +156,7 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
         },
         Decision::Reject(s) => {
             metrics::request(verb, &resource, s.code, ServedBy::Cache);
-            error_response(&s, req.headers())
+            error_response(&s, req.headers(), pretty)
         }
         Decision::Forward(reason) => {
             metrics::forwarded(reason.as_str());

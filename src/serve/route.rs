@@ -2,6 +2,7 @@
 //! answered locally, or rejected with the apiserver's error, or forwarded.
 
 use crate::cache::{Cache, TypeCache};
+use crate::encode::pretty::Layout;
 use crate::encode::table::{Include, TableSpec};
 use crate::encode::Repr;
 use crate::request::accept::{self, Conversion, Endpoint, Media};
@@ -73,7 +74,11 @@ pub enum Read {
 }
 
 pub enum Decision {
-    Cache { tc: Arc<TypeCache>, read: Read },
+    Cache {
+        tc: Arc<TypeCache>,
+        read: Read,
+        layout: Layout,
+    },
     Reject(Status),
     Forward(ForwardReason),
 }
@@ -109,7 +114,8 @@ fn representation(
     tc: &TypeCache,
     shape: Shape,
     opts: &ListOptions,
-) -> Option<Repr> {
+    pretty: bool,
+) -> Option<(Repr, Layout)> {
     let accept = match headers.get(header::ACCEPT) {
         None => None,
         Some(v) => Some(v.to_str().ok()?),
@@ -120,39 +126,46 @@ fn representation(
         return None;
     }
     let n = accept::negotiate(accept, Endpoint::resource(builtin))?;
-    if n.media != Media::Json || n.pretty {
+    if n.media != Media::Json {
         return None;
     }
-    // Errors made here are negotiated apart; only JSON ones (compact, or the
-    // indented fallback when nothing fits) are made here.
+    // Errors made here are negotiated apart; only JSON ones (compact,
+    // pretty, or the indented fallback when nothing fits) are made here.
     if let Some(e) = accept::negotiate(accept, Endpoint::ERRORS) {
-        if e.media != Media::Json || e.pretty {
+        if e.media != Media::Json {
             return None;
         }
     }
-    match (n.conversion, shape) {
-        (None, _) => Some(Repr::Json),
+    let repr = match (n.conversion, shape) {
+        (None, _) => Repr::Json,
         (Some(Conversion::PartialObjectMetadata(v)), Shape::Object | Shape::Watch) => {
-            Some(Repr::Metadata(v))
+            Repr::Metadata(v)
         }
-        (Some(Conversion::PartialObjectMetadataList(v)), Shape::List) => Some(Repr::Metadata(v)),
+        (Some(Conversion::PartialObjectMetadataList(v)), Shape::List) => Repr::Metadata(v),
         (Some(Conversion::Table(v)), _) => {
             let include = Include::parse(opts.include_object.as_deref())?;
             let printer = cache.table_printer(tc)?;
-            Some(Repr::Table(TableSpec::new(v, include, printer)))
+            Repr::Table(TableSpec::new(v, include, printer))
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    let layout = match (&repr, builtin) {
+        _ if !(pretty || n.pretty) => Layout::Compact,
+        (Repr::Json, false) => Layout::Unindented,
+        (Repr::Json, true) => Layout::Indented {
+            raw_data: tc.rt.gvr.group == "apps" && tc.rt.gvr.resource == "controllerrevisions",
+        },
+        _ => Layout::Indented { raw_data: false },
+    };
+    Some((repr, layout))
 }
 
-/// The apiserver pretty-prints JSON for these user agents.
-fn pretty_agent(headers: &HeaderMap) -> bool {
-    headers
+/// The request asks for pretty JSON by its query or its user agent.
+pub fn pretty_print(query: Option<&str>, headers: &HeaderMap) -> bool {
+    let ua = headers
         .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ua| {
-            ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/")
-        })
+        .and_then(|v| v.to_str().ok());
+    crate::request::options::pretty_print(query, ua)
 }
 
 pub fn decide(
@@ -176,7 +189,7 @@ pub fn decide(
     let opts = ListOptions::parse(query);
     // `?watch` on a named object is a get; the legacy /watch/ path is not.
     let watching = rp.legacy_watch || (opts.watch && rp.name.is_none());
-    if !opts.unparsed.is_empty() || pretty_agent(headers) {
+    if !opts.unparsed.is_empty() {
         return Decision::Forward(F::OutputOptions);
     }
     let gvr = crate::resource::GroupVersionResource::new(&rp.group, &rp.version, &rp.resource);
@@ -211,7 +224,8 @@ pub fn decide(
     } else {
         Shape::List
     };
-    let Some(repr) = representation(headers, cache, &tc, shape, &opts) else {
+    let pretty = pretty_print(query, headers);
+    let Some((repr, layout)) = representation(headers, cache, &tc, shape, &opts, pretty) else {
         return Decision::Forward(F::Representation);
     };
     if watching {
@@ -243,6 +257,7 @@ pub fn decide(
                 mode,
                 repr,
             },
+            layout,
         };
     }
     if let Err(s) = opts.validate_list() {
@@ -266,6 +281,7 @@ pub fn decide(
             labels,
             fields,
         },
+        layout,
     }
 }
 
@@ -332,6 +348,8 @@ fn watch(
             },
             at_least,
         },
+        // Watch events are never indented.
+        layout: Layout::Compact,
     }
 }
 

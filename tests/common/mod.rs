@@ -517,7 +517,11 @@ pub struct LineWatch {
 
 impl LineWatch {
     pub async fn open(url: &str, accept: &str) -> LineWatch {
-        let resp = request(url, accept).await;
+        Self::open_with(url, &[("accept", accept)]).await
+    }
+
+    pub async fn open_with(url: &str, headers: &[(&str, &str)]) -> LineWatch {
+        let resp = request_with(url, headers).await;
         assert_eq!(resp.status(), 200);
         LineWatch {
             body: resp.into_body(),
