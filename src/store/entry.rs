@@ -64,6 +64,9 @@ pub struct Entry {
     pub meta: Bytes,
     /// The object's Table row, printed on first use: `(printer id, row)`.
     pub table_row: std::sync::OnceLock<(u64, crate::encode::table::Row)>,
+    /// The row under a newer printer than the first slot's (a custom
+    /// resource's columns changed while the object did not).
+    pub table_row_reprinted: std::sync::Mutex<Option<(u64, Arc<crate::encode::table::Row>)>>,
 }
 
 #[derive(Deserialize)]
@@ -117,6 +120,7 @@ impl Entry {
             item: Bytes::from(format!("{{\"metadata\":{{\"name\":\"{key}\"}}}}")),
             meta: Bytes::from(format!("{{\"name\":\"{key}\"}}")),
             table_row: Default::default(),
+            table_row_reprinted: Default::default(),
         }
     }
 }
@@ -232,6 +236,7 @@ impl TypeCodec {
             item,
             meta: meta_bytes,
             table_row: Default::default(),
+            table_row_reprinted: Default::default(),
         })
     }
 

@@ -90,6 +90,7 @@ mod tests {
                     item: Bytes::new(),
                     meta: Bytes::new(),
                     table_row: Default::default(),
+                    table_row_reprinted: Default::default(),
                 };
                 (Arc::from(*k), Arc::new(e))
             })

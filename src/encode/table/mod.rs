@@ -81,6 +81,22 @@ impl Row {
     }
 }
 
+/// A cached row, from either of an entry's slots.
+enum RowRef<'e> {
+    Borrowed(&'e Row),
+    Shared(Arc<Row>),
+}
+
+impl std::ops::Deref for RowRef<'_> {
+    type Target = Row;
+    fn deref(&self) -> &Row {
+        match self {
+            RowRef::Borrowed(r) => r,
+            RowRef::Shared(r) => r,
+        }
+    }
+}
+
 /// Builds a row cell by cell, as a printer appends Go values to
 /// `row.Cells`: each cell is encoded as `encoding/json` writes it.
 pub struct RowBuilder {
@@ -235,20 +251,26 @@ impl TableSpec {
         }
     }
 
-    /// The row of an entry: cached on it per printer, computed on a miss.
-    fn row<'e>(&self, e: &'e Entry) -> std::borrow::Cow<'e, Row> {
+    /// The row of an entry: printed once per printer. The first printer's
+    /// row lives in a lock-free slot; a custom resource whose columns
+    /// changed since keeps its row under the newer printer in a second one.
+    fn row<'e>(&self, e: &'e Entry) -> RowRef<'e> {
         let id = self.printer.id();
-        if let Some((at, row)) = e.table_row.get() {
-            if *at == id {
-                return std::borrow::Cow::Borrowed(row);
-            }
-            return std::borrow::Cow::Owned(self.printer.row(&e.item));
-        }
         let (at, row) = e.table_row.get_or_init(|| (id, self.printer.row(&e.item)));
         if *at == id {
-            std::borrow::Cow::Borrowed(row)
-        } else {
-            std::borrow::Cow::Owned(self.printer.row(&e.item))
+            return RowRef::Borrowed(row);
+        }
+        let mut later = e
+            .table_row_reprinted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &*later {
+            Some((at, row)) if *at == id => RowRef::Shared(row.clone()),
+            _ => {
+                let row = Arc::new(self.printer.row(&e.item));
+                *later = Some((id, row.clone()));
+                RowRef::Shared(row)
+            }
         }
     }
 
@@ -401,6 +423,28 @@ mod tests {
             r.finish().to_json(0),
             r#""cells":["p"],"conditions":[{"type":"Completed","status":"True"}]"#
         );
+    }
+
+    #[test]
+    fn a_row_is_printed_once_per_printer_even_after_the_columns_changed() {
+        let e = Entry::for_test("w", 1);
+        let spec = |id, path| {
+            let cols = [serde_json::json!({"name": "N", "type": "string", "jsonPath": path})];
+            TableSpec::new(
+                MetaVersion::V1,
+                Include::None,
+                Arc::new(Printer::custom(id, &cols)),
+            )
+        };
+        let (old, new) = (spec(1, ".metadata.name"), spec(2, ".kind"));
+        assert!(matches!(old.row(&e), RowRef::Borrowed(_)));
+        let (a, b) = (new.row(&e), new.row(&e));
+        match (&a, &b) {
+            (RowRef::Shared(a), RowRef::Shared(b)) => assert!(Arc::ptr_eq(a, b)),
+            _ => panic!("the newer printer's row is kept in the second slot"),
+        }
+        assert_ne!(a.to_json(0), old.row(&e).to_json(0));
+        assert_eq!(old.row(&e).to_json(0), r#""cells":["w","w"]"#);
     }
 
     #[test]
