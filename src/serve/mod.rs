@@ -74,7 +74,18 @@ pub fn status_response(s: &Status) -> Response<Body> {
 /// without conversions and falls back to indented JSON.
 fn error_response(s: &Status, headers: &http::HeaderMap) -> Response<Body> {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    match accept::negotiate(accept, accept::Endpoint::ERRORS) {
+    negotiated_error(s, accept, accept::Endpoint::ERRORS)
+}
+
+/// An error written as ErrorNegotiated writes it for a server with the
+/// `errors` endpoint's serializers, of which only JSON is written here:
+/// compact when a clause fits, else the indented fallback.
+pub fn negotiated_error(
+    s: &Status,
+    accept: Option<&str>,
+    errors: accept::Endpoint,
+) -> Response<Body> {
+    match accept::negotiate(accept, errors) {
         Some(_) => status_response(s),
         None => status_body_response(s, s.to_indented_bytes()),
     }
