@@ -35,7 +35,11 @@ fn sample(base: &str, c: &Case, scratch: &Path) -> (u16, u64, f64) {
     }
     let (mut total, mut secs, mut token) = (0u64, 0.0, String::new());
     loop {
-        let sep = if token.is_empty() { String::new() } else { format!("&continue={token}") };
+        let sep = if token.is_empty() {
+            String::new()
+        } else {
+            format!("&continue={token}")
+        };
         let (code, size, t) = curl(&format!("{base}{}{sep}", c.path), &c.headers, Some(scratch));
         total += size;
         secs += t;
@@ -83,9 +87,16 @@ fn main() {
     rt.block_on(kc.wait_cached("/api/v1/pods?resourceVersion=0", pods));
     let ns = namespace(7);
     let one: serde_json::Value = rt.block_on(async {
-        get_json(&client(), &format!("{}/api/v1/namespaces/{ns}/pods?limit=1", ra.url)).await
+        get_json(
+            &client(),
+            &format!("{}/api/v1/namespaces/{ns}/pods?limit=1", ra.url),
+        )
+        .await
     });
-    let name = one["items"][0]["metadata"]["name"].as_str().unwrap().to_string();
+    let name = one["items"][0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     // The identical list bytes for nginx: what curl gets (indented), what a
     // client gets (compact), each also pre-compressed at level 1.
@@ -95,7 +106,11 @@ fn main() {
     let scratch = work.join("page.json");
     for (file, headers) in [("pods.json", vec![]), ("pods-compact.json", vec![AGENT])] {
         let path = www.join(file);
-        curl(&format!("{}/api/v1/pods?resourceVersion=0", kc.url), &headers, Some(&path));
+        curl(
+            &format!("{}/api/v1/pods?resourceVersion=0", kc.url),
+            &headers,
+            Some(&path),
+        );
         let raw = std::fs::read(&path).unwrap();
         let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(1));
         std::io::Write::write_all(&mut z, &raw).unwrap();
@@ -108,15 +123,69 @@ fn main() {
 
     let all = "/api/v1/pods?resourceVersion=0".to_string();
     let cases = [
-        Case { name: "pods list RV=0, JSON (curl: indented)", path: all.clone(), headers: vec![], walk: false, file: Some("/pods.json") },
-        Case { name: "pods list RV=0, JSON (client agent: compact)", path: all.clone(), headers: vec![AGENT], walk: false, file: Some("/pods-compact.json") },
-        Case { name: "pods list RV=0, gzip (curl)", path: all.clone(), headers: vec![GZIP], walk: false, file: Some("/pods.json") },
-        Case { name: "pods list RV=0, gzip (client agent)", path: all.clone(), headers: vec![GZIP, AGENT], walk: false, file: Some("/pods-compact.json") },
-        Case { name: "pods list RV=0, Table", path: all.clone(), headers: vec![TABLE], walk: false, file: None },
-        Case { name: "pods list RV=0, PartialObjectMetadataList", path: all.clone(), headers: vec![META], walk: false, file: None },
-        Case { name: "namespace list, 200 pods", path: format!("/api/v1/namespaces/{ns}/pods?resourceVersion=0"), headers: vec![], walk: false, file: None },
-        Case { name: "paginated walk, limit=500 (20 pages)", path: "/api/v1/pods?limit=500".into(), headers: vec![AGENT], walk: true, file: None },
-        Case { name: "single get", path: format!("/api/v1/namespaces/{ns}/pods/{name}"), headers: vec![], walk: false, file: None },
+        Case {
+            name: "pods list RV=0, JSON (curl: indented)",
+            path: all.clone(),
+            headers: vec![],
+            walk: false,
+            file: Some("/pods.json"),
+        },
+        Case {
+            name: "pods list RV=0, JSON (client agent: compact)",
+            path: all.clone(),
+            headers: vec![AGENT],
+            walk: false,
+            file: Some("/pods-compact.json"),
+        },
+        Case {
+            name: "pods list RV=0, gzip (curl)",
+            path: all.clone(),
+            headers: vec![GZIP],
+            walk: false,
+            file: Some("/pods.json"),
+        },
+        Case {
+            name: "pods list RV=0, gzip (client agent)",
+            path: all.clone(),
+            headers: vec![GZIP, AGENT],
+            walk: false,
+            file: Some("/pods-compact.json"),
+        },
+        Case {
+            name: "pods list RV=0, Table",
+            path: all.clone(),
+            headers: vec![TABLE],
+            walk: false,
+            file: None,
+        },
+        Case {
+            name: "pods list RV=0, PartialObjectMetadataList",
+            path: all.clone(),
+            headers: vec![META],
+            walk: false,
+            file: None,
+        },
+        Case {
+            name: "namespace list, 200 pods",
+            path: format!("/api/v1/namespaces/{ns}/pods?resourceVersion=0"),
+            headers: vec![],
+            walk: false,
+            file: None,
+        },
+        Case {
+            name: "paginated walk, limit=500 (20 pages)",
+            path: "/api/v1/pods?limit=500".into(),
+            headers: vec![AGENT],
+            walk: true,
+            file: None,
+        },
+        Case {
+            name: "single get",
+            path: format!("/api/v1/namespaces/{ns}/pods/{name}"),
+            headers: vec![],
+            walk: false,
+            file: None,
+        },
     ];
 
     let forwarded_before = rt.block_on(metric(&kc.url, "kubecache_forwarded_requests_total"));
@@ -129,9 +198,20 @@ fn main() {
         let static_ref = match (&nginx, c.file) {
             (Some(ng), Some(f)) => {
                 let headers: Vec<&str> = c.headers.iter().copied().filter(|h| *h == GZIP).collect();
-                let file_case = Case { name: "", path: f.into(), headers, walk: false, file: None };
+                let file_case = Case {
+                    name: "",
+                    path: f.into(),
+                    headers,
+                    walk: false,
+                    file: None,
+                };
                 let (s, sb) = measure(&ng.url, &file_case, n, &scratch);
-                format!("{} / {} ({})", ms(s.quantile(0.5)), ms(s.quantile(0.99)), mb(sb))
+                format!(
+                    "{} / {} ({})",
+                    ms(s.quantile(0.5)),
+                    ms(s.quantile(0.99)),
+                    mb(sb)
+                )
             }
             _ => "—".into(),
         };
@@ -148,9 +228,14 @@ fn main() {
             static_ref,
         );
     }
-    let forwarded = rt.block_on(metric(&kc.url, "kubecache_forwarded_requests_total")) - forwarded_before;
+    let forwarded =
+        rt.block_on(metric(&kc.url, "kubecache_forwarded_requests_total")) - forwarded_before;
     println!("\nrequests kubecache forwarded upstream during its runs: {forwarded}");
     if let (Some(a), Some(k)) = (apiserver_rss_loaded, rss(kc.pid())) {
-        println!("RSS: apiserver {} (loaded, its own watch cache warm), kubecache {}", mb(a), mb(k));
+        println!(
+            "RSS: apiserver {} (loaded, its own watch cache warm), kubecache {}",
+            mb(a),
+            mb(k)
+        );
     }
 }

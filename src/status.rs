@@ -180,6 +180,17 @@ impl Status {
         })
     }
 
+    /// 406, as negotiation and conversions refuse (`errNotAcceptable`).
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Status::new(406, "NotAcceptable", message)
+    }
+
+    /// go-restful's 406 when no route produces what Accept names, as the
+    /// apiserver writes it (`NewGenericServerResponse`: empty details).
+    pub fn no_acceptable_route() -> Self {
+        Status::not_acceptable("406: Not Acceptable").with_details(Details::default())
+    }
+
     pub fn method_not_allowed() -> Self {
         Status::new(
             405,
@@ -254,6 +265,24 @@ mod tests {
             std::str::from_utf8(&s.to_bytes()).unwrap(),
             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pods \\\"nope\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"nope\",\"kind\":\"pods\"},\"code\":404}\n"
         );
+    }
+
+    #[test]
+    fn go_restfuls_406_matches_the_apiserver_body_in_both_forms() {
+        let s = Status::no_acceptable_route();
+        assert_eq!(
+            std::str::from_utf8(&s.to_bytes()).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"406: Not Acceptable\",\"reason\":\"NotAcceptable\",\"details\":{},\"code\":406}\n"
+        );
+        assert_eq!(
+            std::str::from_utf8(&s.to_indented_bytes()).unwrap(),
+            "{\n  \"kind\": \"Status\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {},\n  \"status\": \"Failure\",\n  \"message\": \"406: Not Acceptable\",\n  \"reason\": \"NotAcceptable\",\n  \"details\": {},\n  \"code\": 406\n}"
+        );
+        // Negotiation's and conversions' 406s carry no details.
+        let s =
+            Status::not_acceptable("only the following media types are accepted: application/json");
+        assert!(s.details.is_none());
+        assert_eq!((s.code, s.reason), (406, "NotAcceptable"));
     }
 
     #[test]

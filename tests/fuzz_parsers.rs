@@ -145,7 +145,9 @@ proptest! {
         prop_assert!(clauses.len() <= header.matches(',').count() + 1);
         let _ = accept::negotiate(Some(&header), accept::Endpoint::resource(protobuf));
         let _ = accept::negotiate(Some(&header), accept::Endpoint::ERRORS);
-        let _ = accept::restful_accepts(Some(&header));
+        let _ = accept::restful_accepts(Some(&header), accept::Endpoint::resource(protobuf));
+        let _ = accept::negotiate(Some(&header), accept::Endpoint::JSON_ONLY_RESOURCE);
+        let _ = accept::restful_accepts(Some(&header), accept::Endpoint::JSON_ONLY_RESOURCE);
     }
 }
 

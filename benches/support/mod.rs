@@ -71,10 +71,11 @@ impl RealApiserver {
 
     /// The apiserver's process id, for its memory.
     pub fn pid(&self) -> Option<u32> {
-        let run = self
-            .run
-            .clone()
-            .or_else(|| std::env::var("KUBECACHE_REAL_APISERVER_RUN").ok().map(PathBuf::from))?;
+        let run = self.run.clone().or_else(|| {
+            std::env::var("KUBECACHE_REAL_APISERVER_RUN")
+                .ok()
+                .map(PathBuf::from)
+        })?;
         let out = Command::new("pgrep")
             .args(["-f", &format!("kube-apiserver.*{}", run.display())])
             .output()
@@ -113,7 +114,10 @@ pub async fn send(c: &HttpClient, method: &str, url: &str, ct: &str, body: &Valu
         .header("user-agent", "kubecache-bench")
         .body(Full::new(Bytes::from(serde_json::to_vec(body).unwrap())))
         .unwrap();
-    let resp = c.request(req).await.unwrap_or_else(|e| panic!("{url}: {e}"));
+    let resp = c
+        .request(req)
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
     let status = resp.status().as_u16();
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
@@ -155,7 +159,10 @@ pub async fn load(up: &str) {
     if have("pods").await >= PER_NAMESPACE && have("configmaps").await >= PER_NAMESPACE {
         return;
     }
-    eprintln!("loading {} pods and configmaps into {up}…", NAMESPACES * PER_NAMESPACE);
+    eprintln!(
+        "loading {} pods and configmaps into {up}…",
+        NAMESPACES * PER_NAMESPACE
+    );
     let started = Instant::now();
     let gate = Arc::new(tokio::sync::Semaphore::new(16));
     let mut tasks = tokio::task::JoinSet::new();
@@ -190,8 +197,14 @@ pub async fn load(up: &str) {
             let (c, up, ns, gate) = (c.clone(), up.to_string(), ns.clone(), gate.clone());
             tasks.spawn(async move {
                 let _permit = gate.acquire().await.unwrap();
-                let (s, created) =
-                    send(&c, "POST", &format!("{up}/api/v1/namespaces/{ns}/pods"), "application/json", &pod).await;
+                let (s, created) = send(
+                    &c,
+                    "POST",
+                    &format!("{up}/api/v1/namespaces/{ns}/pods"),
+                    "application/json",
+                    &pod,
+                )
+                .await;
                 assert_eq!(s, 201, "{created}");
                 let name = created["metadata"]["name"].as_str().unwrap();
                 let (s, body) = send(
@@ -213,8 +226,14 @@ pub async fn load(up: &str) {
             let (c, up, ns, gate) = (c.clone(), up.to_string(), ns.clone(), gate.clone());
             tasks.spawn(async move {
                 let _permit = gate.acquire().await.unwrap();
-                let (s, body) =
-                    send(&c, "POST", &format!("{up}/api/v1/namespaces/{ns}/configmaps"), "application/json", &cm).await;
+                let (s, body) = send(
+                    &c,
+                    "POST",
+                    &format!("{up}/api/v1/namespaces/{ns}/configmaps"),
+                    "application/json",
+                    &cm,
+                )
+                .await;
                 assert!(s == 201 || s == 409, "{body}");
             });
         }
@@ -304,9 +323,8 @@ pub async fn text(url: &str) -> String {
         .body(Full::default())
         .unwrap();
     match client().request(req).await {
-        Ok(resp) => {
-            String::from_utf8_lossy(&resp.into_body().collect().await.unwrap().to_bytes()).into_owned()
-        }
+        Ok(resp) => String::from_utf8_lossy(&resp.into_body().collect().await.unwrap().to_bytes())
+            .into_owned(),
         Err(_) => String::new(),
     }
 }
@@ -340,7 +358,12 @@ impl Nginx {
         )
         .unwrap();
         let child = Command::new(bin)
-            .args(["-p", &prefix.display().to_string(), "-c", &conf.display().to_string()])
+            .args([
+                "-p",
+                &prefix.display().to_string(),
+                "-c",
+                &conf.display().to_string(),
+            ])
             .stderr(Stdio::null())
             .spawn()
             .ok()?;

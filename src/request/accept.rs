@@ -139,9 +139,12 @@ pub enum Media {
 }
 
 impl Media {
-    const ALL: [Media; 3] = [Media::Json, Media::Yaml, Media::Protobuf];
+    /// The apiserver's serializers.
+    pub const ALL: [Media; 3] = [Media::Json, Media::Yaml, Media::Protobuf];
+    /// A server with the JSON serializer only (the simulator).
+    pub const JSON_ONLY: [Media; 1] = [Media::Json];
 
-    fn media_type(self) -> &'static str {
+    pub fn media_type(self) -> &'static str {
         match self {
             Media::Json => "application/json",
             Media::Yaml => "application/yaml",
@@ -192,6 +195,9 @@ pub struct Endpoint {
     pub protobuf: bool,
     /// Whether `as`/`g`/`v` conversions are served at all.
     pub conversions: bool,
+    /// The server's serializers, in its order: the apiserver's three, or
+    /// fewer for a server that has fewer.
+    pub serializers: &'static [Media],
 }
 
 impl Endpoint {
@@ -200,6 +206,7 @@ impl Endpoint {
         Endpoint {
             protobuf,
             conversions: true,
+            serializers: &Media::ALL,
         }
     }
 
@@ -209,22 +216,44 @@ impl Endpoint {
     pub const ERRORS: Endpoint = Endpoint {
         protobuf: true,
         conversions: false,
+        serializers: &Media::ALL,
     };
+
+    /// A resource endpoint of a server whose only serializer is JSON.
+    pub const JSON_ONLY_RESOURCE: Endpoint = Endpoint {
+        protobuf: false,
+        conversions: true,
+        serializers: &Media::JSON_ONLY,
+    };
+
+    /// How such a server negotiates its errors.
+    pub const JSON_ONLY_ERRORS: Endpoint = Endpoint {
+        protobuf: false,
+        conversions: false,
+        serializers: &Media::JSON_ONLY,
+    };
+
+    /// The media types a NotAcceptable error lists (`MediaTypesForSerializer`).
+    pub fn media_types(&self) -> String {
+        let types: Vec<&str> = self.serializers.iter().map(|m| m.media_type()).collect();
+        types.join(", ")
+    }
 }
 
 /// go-restful's route check, which the apiserver's built-in resources pass
 /// before any negotiation: some entry of the Accept header, cut at its
-/// first `;` and trimmed, is `*/*` or exactly one of the media types. It
-/// fails with a bare 406 ("406: Not Acceptable"), e.g. for
-/// `application/*`, which negotiation alone would accept.
-pub fn restful_accepts(header: Option<&str>) -> bool {
+/// first `;` and trimmed, is `*/*` or exactly one of the media types the
+/// routes produce (the endpoint's serializers'). It fails with a bare 406
+/// ("406: Not Acceptable"), e.g. for `application/*`, which negotiation
+/// alone would accept.
+pub fn restful_accepts(header: Option<&str>, endpoint: Endpoint) -> bool {
     let header = match header {
         None | Some("") => return true,
         Some(h) => h,
     };
     header.split(',').any(|entry| {
         let media = entry.split(';').next().unwrap_or("").trim_matches(' ');
-        media == "*/*" || Media::ALL.iter().any(|m| m.media_type() == media)
+        media == "*/*" || endpoint.serializers.iter().any(|m| m.media_type() == media)
     })
 }
 
@@ -252,7 +281,7 @@ pub fn negotiate(header: Option<&str>, endpoint: Endpoint) -> Option<Negotiated>
         });
     }
     for clause in parse(header) {
-        for media in Media::ALL {
+        for &media in endpoint.serializers {
             let (kind, sub) = media.types();
             let matches = (clause.kind == kind && (clause.sub == sub || clause.sub == "*"))
                 || (clause.kind == "*" && clause.sub == "*");
@@ -319,10 +348,12 @@ mod tests {
     const BUILTIN: Endpoint = Endpoint {
         protobuf: true,
         conversions: true,
+        serializers: &Media::ALL,
     };
     const CUSTOM: Endpoint = Endpoint {
         protobuf: false,
         conversions: true,
+        serializers: &Media::ALL,
     };
 
     fn n(h: &str) -> Option<(Media, Option<Conversion>)> {
@@ -450,16 +481,47 @@ mod tests {
 
     #[test]
     fn go_restful_wants_an_exact_media_type_or_any() {
-        assert!(restful_accepts(None));
-        assert!(restful_accepts(Some(
-            "application/json;as=Table;g=meta.k8s.io;v=v1"
-        )));
-        assert!(restful_accepts(Some("text/html, */*;q=0.1")));
-        assert!(restful_accepts(Some(" application/yaml ")));
-        assert!(!restful_accepts(Some("application/*")));
-        assert!(!restful_accepts(Some("*")));
-        assert!(!restful_accepts(Some("Application/JSON")));
-        assert!(!restful_accepts(Some("application/json/extra")));
+        let ok = |h: Option<&str>| restful_accepts(h, BUILTIN);
+        assert!(ok(None));
+        assert!(ok(Some("application/json;as=Table;g=meta.k8s.io;v=v1")));
+        assert!(ok(Some("text/html, */*;q=0.1")));
+        assert!(ok(Some(" application/yaml ")));
+        assert!(!ok(Some("application/*")));
+        assert!(!ok(Some("*")));
+        assert!(!ok(Some("Application/JSON")));
+        assert!(!ok(Some("application/json/extra")));
+    }
+
+    #[test]
+    fn a_json_only_server_routes_and_negotiates_json_alone() {
+        let json = Endpoint::JSON_ONLY_RESOURCE;
+        assert!(restful_accepts(Some("application/json;as=Table"), json));
+        assert!(restful_accepts(Some("application/yaml, */*"), json));
+        assert!(!restful_accepts(Some("application/yaml"), json));
+        assert!(!restful_accepts(
+            Some("application/vnd.kubernetes.protobuf"),
+            json
+        ));
+        // What the apiserver would answer in protobuf or YAML falls to the
+        // next clause JSON fits.
+        let h = Some("application/vnd.kubernetes.protobuf, application/json;q=0.5");
+        assert_eq!(negotiate(h, json).unwrap().media, Media::Json);
+        assert_eq!(
+            negotiate(
+                Some("application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1"),
+                json
+            )
+            .unwrap()
+            .conversion,
+            Some(Conversion::Table(MetaVersion::V1))
+        );
+        assert_eq!(negotiate(Some("application/yaml"), json), None);
+        assert_eq!(negotiate(Some("*/*"), json).unwrap().media, Media::Json);
+        assert_eq!(json.media_types(), "application/json");
+        assert_eq!(
+            BUILTIN.media_types(),
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
     }
 
     #[test]

@@ -294,7 +294,7 @@ impl FieldRules<'_> {
 
 /// Go's `%q` of a string (`strconv.Quote`), for the ASCII that field
 /// labels are made of and the escapes anything else needs.
-fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -76,8 +76,22 @@ pub fn status_response(s: &Status) -> Response<Body> {
 /// encoding/json's indentation when nothing fits.
 fn error_response(s: &Status, headers: &http::HeaderMap, pretty: bool) -> Response<Body> {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    match accept::negotiate(accept, accept::Endpoint::ERRORS) {
-        Some(n) if n.pretty || pretty => {
+    negotiated_error(s, accept, accept::Endpoint::ERRORS, Some(pretty))
+}
+
+/// An error written as ErrorNegotiated writes it for a server with the
+/// `errors` endpoint's serializers, of which only JSON is written here:
+/// compact when a clause fits (indented when `pretty` says so or the clause
+/// has `pretty=1`; `None`: a server that never indents), else the indented
+/// fallback.
+pub fn negotiated_error(
+    s: &Status,
+    accept: Option<&str>,
+    errors: accept::Endpoint,
+    pretty: Option<bool>,
+) -> Response<Body> {
+    match accept::negotiate(accept, errors) {
+        Some(n) if pretty.is_some_and(|p| p || n.pretty) => {
             let body = Layout::Indented { raw_data: false }.apply(s.to_bytes());
             status_body_response(s, body)
         }

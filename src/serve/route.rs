@@ -3,7 +3,7 @@
 
 use crate::cache::{Cache, TypeCache};
 use crate::encode::pretty::Layout;
-use crate::encode::table::{Include, TableSpec};
+use crate::encode::table::{Include, Printer, TableSpec};
 use crate::encode::Repr;
 use crate::request::accept::{self, Conversion, Endpoint, Media};
 use crate::request::options::{ModeError, WatchFrom};
@@ -96,10 +96,93 @@ pub enum ConsistentReads {
 
 /// What a read returns: one object, a list, or a stream of events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
+pub enum Shape {
     Object,
     List,
     Watch,
+}
+
+/// Why a read cannot be answered in a representation negotiated on
+/// `Accept`, in the order the apiserver finds out. The first two come
+/// before it reads anything; `Form` and `IncludeObject` only once it has
+/// the object or list (its 404s and 410s come first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// go-restful found no route producing any media type the header names
+    /// (built-in resources only): a bare "406: Not Acceptable".
+    NoRoute,
+    /// Negotiation found nothing acceptable: NotAcceptable, listing the
+    /// endpoint's media types.
+    NotAcceptable,
+    /// A serializer other than JSON was negotiated (YAML, protobuf).
+    Serializer(Media),
+    /// A metadata form that does not fit the read: PartialObjectMetadata
+    /// for a list, PartialObjectMetadataList for one object or a watch.
+    Form(Conversion),
+    /// A Table with an `includeObject` that `ValidateTableOptions` rejects.
+    IncludeObject(String),
+    /// A Table of a type there is no printer for.
+    NoPrinter,
+}
+
+/// A representation to negotiate: the request's side, and what the
+/// server offers. kubecache's routes and the simulator both decide here.
+#[derive(Debug, Clone, Copy)]
+pub struct Negotiation<'a> {
+    /// The Accept header, if any.
+    pub accept: Option<&'a str>,
+    /// The resource endpoint: the server's serializers, protobuf or not.
+    pub endpoint: Endpoint,
+    /// Built-in resources are go-restful routes, checked before anything
+    /// else; custom resources are not.
+    pub restful: bool,
+    pub shape: Shape,
+    /// The `includeObject` query parameter.
+    pub include_object: Option<&'a str>,
+}
+
+/// What negotiation chose.
+#[derive(Debug)]
+pub struct Negotiated {
+    pub repr: Repr,
+    /// `pretty=1` in the chosen clause.
+    pub pretty: bool,
+}
+
+impl Negotiation<'_> {
+    /// JSON objects, their metadata in the form that fits the request, or
+    /// a Table printed by `printer` (asked only for a valid Table request).
+    pub fn repr(
+        &self,
+        printer: impl FnOnce() -> Option<Arc<Printer>>,
+    ) -> Result<Negotiated, Refusal> {
+        if self.restful && !accept::restful_accepts(self.accept, self.endpoint) {
+            return Err(Refusal::NoRoute);
+        }
+        let n = accept::negotiate(self.accept, self.endpoint).ok_or(Refusal::NotAcceptable)?;
+        if n.media != Media::Json {
+            return Err(Refusal::Serializer(n.media));
+        }
+        let repr = match (n.conversion, self.shape) {
+            (None, _) => Repr::Json,
+            (Some(Conversion::PartialObjectMetadata(v)), Shape::Object | Shape::Watch) => {
+                Repr::Metadata(v)
+            }
+            (Some(Conversion::PartialObjectMetadataList(v)), Shape::List) => Repr::Metadata(v),
+            (Some(Conversion::Table(v)), _) => {
+                let include = Include::parse(self.include_object).ok_or_else(|| {
+                    Refusal::IncludeObject(self.include_object.unwrap_or("").into())
+                })?;
+                let printer = printer().ok_or(Refusal::NoPrinter)?;
+                Repr::Table(TableSpec::new(v, include, printer))
+            }
+            (Some(c), _) => return Err(Refusal::Form(c)),
+        };
+        Ok(Negotiated {
+            repr,
+            pretty: n.pretty,
+        })
+    }
 }
 
 /// The representation negotiated on `Accept`, if the cache can serve it:
@@ -120,15 +203,6 @@ fn representation(
         None => None,
         Some(v) => Some(v.to_str().ok()?),
     };
-    // Built-in resources are go-restful routes, custom resources are not.
-    let builtin = tc.codec().style == ListStyle::Typed;
-    if builtin && !accept::restful_accepts(accept) {
-        return None;
-    }
-    let n = accept::negotiate(accept, Endpoint::resource(builtin))?;
-    if n.media != Media::Json {
-        return None;
-    }
     // Errors made here are negotiated apart; only JSON ones (compact,
     // pretty, or the indented fallback when nothing fits) are made here.
     if let Some(e) = accept::negotiate(accept, Endpoint::ERRORS) {
@@ -136,20 +210,18 @@ fn representation(
             return None;
         }
     }
-    let repr = match (n.conversion, shape) {
-        (None, _) => Repr::Json,
-        (Some(Conversion::PartialObjectMetadata(v)), Shape::Object | Shape::Watch) => {
-            Repr::Metadata(v)
-        }
-        (Some(Conversion::PartialObjectMetadataList(v)), Shape::List) => Repr::Metadata(v),
-        (Some(Conversion::Table(v)), _) => {
-            let include = Include::parse(opts.include_object.as_deref())?;
-            let printer = cache.table_printer(tc)?;
-            Repr::Table(TableSpec::new(v, include, printer))
-        }
-        _ => return None,
-    };
-    let layout = match (&repr, builtin) {
+    // Built-in resources are go-restful routes, custom resources are not.
+    let builtin = tc.codec().style == ListStyle::Typed;
+    let n = Negotiation {
+        accept,
+        endpoint: Endpoint::resource(builtin),
+        restful: builtin,
+        shape,
+        include_object: opts.include_object.as_deref(),
+    }
+    .repr(|| cache.table_printer(tc))
+    .ok()?;
+    let layout = match (&n.repr, builtin) {
         _ if !(pretty || n.pretty) => Layout::Compact,
         (Repr::Json, false) => Layout::Unindented,
         (Repr::Json, true) => Layout::Indented {
@@ -157,7 +229,7 @@ fn representation(
         },
         _ => Layout::Indented { raw_data: false },
     };
-    Some((repr, layout))
+    Some((n.repr, layout))
 }
 
 /// The request asks for pretty JSON by its query or its user agent.
@@ -364,5 +436,145 @@ fn field_rules<'a>(rt: &'a ResourceType, tc: &TypeCache) -> FieldRules<'a> {
             version: &rt.gvr.version,
             kind: &rt.kind,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::accept::MetaVersion;
+
+    const TABLE: &str = "application/json;as=Table;g=meta.k8s.io;v=v1";
+    const META: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1";
+    const META_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+    fn negotiation(accept: &str, shape: Shape) -> Negotiation<'_> {
+        Negotiation {
+            accept: Some(accept),
+            endpoint: Endpoint::resource(true),
+            restful: true,
+            shape,
+            include_object: None,
+        }
+    }
+
+    fn printer() -> Option<Arc<Printer>> {
+        Printer::builtin("", "v1", "configmaps")
+    }
+
+    fn kind(r: Result<Negotiated, Refusal>) -> Result<&'static str, Refusal> {
+        r.map(|n| match n.repr {
+            Repr::Json => "json",
+            Repr::Metadata(MetaVersion::V1) => "meta v1",
+            Repr::Metadata(MetaVersion::V1beta1) => "meta v1beta1",
+            Repr::Table(t) if t.include == Include::Metadata => "table",
+            Repr::Table(_) => "table with another includeObject",
+        })
+    }
+
+    #[test]
+    fn each_shape_gets_the_forms_that_fit_it() {
+        use Shape::*;
+        for shape in [Object, List, Watch] {
+            assert_eq!(kind(negotiation("*/*", shape).repr(printer)), Ok("json"));
+            assert_eq!(kind(negotiation(TABLE, shape).repr(printer)), Ok("table"));
+        }
+        assert_eq!(
+            kind(negotiation(META, Object).repr(printer)),
+            Ok("meta v1beta1")
+        );
+        assert_eq!(
+            kind(negotiation(META, Watch).repr(printer)),
+            Ok("meta v1beta1")
+        );
+        assert_eq!(
+            kind(negotiation(META_LIST, List).repr(printer)),
+            Ok("meta v1")
+        );
+        let meta = Conversion::PartialObjectMetadata(MetaVersion::V1beta1);
+        let list = Conversion::PartialObjectMetadataList(MetaVersion::V1);
+        assert_eq!(
+            kind(negotiation(META, List).repr(printer)),
+            Err(Refusal::Form(meta))
+        );
+        assert_eq!(
+            kind(negotiation(META_LIST, Object).repr(printer)),
+            Err(Refusal::Form(list))
+        );
+        assert_eq!(
+            kind(negotiation(META_LIST, Watch).repr(printer)),
+            Err(Refusal::Form(list))
+        );
+    }
+
+    #[test]
+    fn refusals_come_in_the_apiservers_order() {
+        let list = Shape::List;
+        assert_eq!(
+            kind(negotiation("application/*", list).repr(printer)),
+            Err(Refusal::NoRoute)
+        );
+        assert_eq!(
+            kind(negotiation("application/json;as=Foo;g=meta.k8s.io;v=v1", list).repr(printer)),
+            Err(Refusal::NotAcceptable)
+        );
+        assert_eq!(
+            kind(negotiation("application/yaml", list).repr(printer)),
+            Err(Refusal::Serializer(Media::Yaml))
+        );
+        let pretty = negotiation("application/json;pretty=1", list).repr(printer);
+        assert!(pretty.as_ref().is_ok_and(|n| n.pretty));
+        assert_eq!(kind(pretty), Ok("json"));
+        // The includeObject check comes before the printer is asked for.
+        let bad = Negotiation {
+            include_object: Some("Foo"),
+            ..negotiation(TABLE, list)
+        };
+        let asked = std::cell::Cell::new(false);
+        let r = bad.repr(|| {
+            asked.set(true);
+            printer()
+        });
+        assert_eq!(kind(r), Err(Refusal::IncludeObject("Foo".into())));
+        assert!(!asked.get());
+        let none = Negotiation {
+            include_object: Some("None"),
+            ..negotiation(TABLE, list)
+        };
+        assert_eq!(
+            kind(none.repr(printer)),
+            Ok("table with another includeObject")
+        );
+        assert_eq!(
+            kind(negotiation(TABLE, list).repr(|| None)),
+            Err(Refusal::NoPrinter)
+        );
+        // Custom resources skip go-restful's check.
+        let custom = Negotiation {
+            restful: false,
+            endpoint: Endpoint::resource(false),
+            ..negotiation("application/*", list)
+        };
+        assert_eq!(kind(custom.repr(printer)), Ok("json"));
+    }
+
+    #[test]
+    fn a_json_only_server_negotiates_json_where_the_apiserver_would_not() {
+        let json_only = |accept| Negotiation {
+            endpoint: Endpoint::JSON_ONLY_RESOURCE,
+            ..negotiation(accept, Shape::List)
+        };
+        assert_eq!(
+            kind(json_only("application/vnd.kubernetes.protobuf, application/json").repr(printer)),
+            Ok("json")
+        );
+        assert_eq!(
+            kind(json_only("application/yaml").repr(printer)),
+            Err(Refusal::NoRoute)
+        );
+        assert_eq!(
+            kind(json_only("application/yaml, */*;as=Table;g=meta.k8s.io;v=v1").repr(printer)),
+            Ok("table")
+        );
     }
 }

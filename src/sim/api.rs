@@ -2,28 +2,44 @@
 //! the way its cacher and etcd3 store decide (RV=0 and NotOlderThan from the
 //! per-type cache; RV unset, limits and Exact from "etcd" at the global
 //! revision), plus writes, watches, discovery and the fault controls.
+//!
+//! Gets, lists and watches negotiate `Accept` with kubecache's own
+//! negotiation (`serve::route::Negotiation`) and answer in its encodings:
+//! JSON, PartialObjectMetadata[List] and Tables printed by kubecache's
+//! printers, with the apiserver's 406s and 400s for what does not fit.
+//! The simulator's one serializer is JSON: where the apiserver would
+//! answer YAML or protobuf, it answers the header's JSON clause if it has
+//! one, else go-restful's bare "406: Not Acceptable" (its routes produce
+//! JSON alone), and its NotAcceptable lists `application/json` alone.
+//! `pretty` is ignored (compact JSON), and writes answer JSON whatever the
+//! header.
 
 use super::faults::{FaultCommand, GARBAGE_LINE};
 use super::{Sim, SimType, WriteError};
 use crate::encode::json::{self, ListMeta};
 use crate::encode::Repr;
+use crate::request::accept::{Conversion, Endpoint};
 use crate::request::options::{ModeError, WatchFrom};
 use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
-use crate::selector::field::FieldRules;
+use crate::selector::field::{go_quote, FieldRules};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::serve::read::FRESHNESS_WAIT;
+use crate::serve::route::{Negotiation, Refusal, Shape};
 use crate::serve::watch::{self, Interference, Start, WatchSpec};
-use crate::serve::{json_response, status_response};
+use crate::serve::{json_response, negotiated_error, status_response};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
 use crate::store::{Entry, Snapshot};
-use crate::upstream::{full_body, Body};
+use crate::upstream::{full_body, Body, BoxError};
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::{header, Method, Request, Response, StatusCode};
+use http_body::Frame;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{json, Value};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 fn respond(code: StatusCode, body: Bytes) -> Response<Body> {
     json_response(code, full_body(body))
@@ -100,14 +116,36 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
         Some(ns) if t.rt.namespaced => format!("{ns}/{n}"),
         _ => n.clone(),
     });
+    if req.method() == Method::GET {
+        let accept = req
+            .headers()
+            .get(header::ACCEPT)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let watching = opts.watch || rp.legacy_watch;
+        let read = Read {
+            t: &t,
+            ns: ns.as_deref(),
+            name: rp.name.as_deref(),
+            shape: if watching {
+                Shape::Watch
+            } else if rp.name.is_some() {
+                Shape::Object
+            } else {
+                Shape::List
+            },
+            opts: &opts,
+        };
+        let answer = match read.representation(accept.as_deref()) {
+            Err(s) => Err(s),
+            Ok(n) => match (read.shape, read.name) {
+                (Shape::Watch, _) => watch(&sim, &read, n).await,
+                (_, Some(name)) => get(&read, key.as_deref().unwrap_or_default(), name, n).await,
+                (_, None) => list(&sim, &read, n).await,
+            },
+        };
+        return answer.unwrap_or_else(|s| negotiated_error(&s, accept.as_deref(), ERRORS, None));
+    }
     match (req.method().clone(), rp.name.clone()) {
-        (Method::GET, _) if opts.watch || rp.legacy_watch => {
-            watch(&sim, &t, ns.as_deref(), rp.name.as_deref(), &opts).await
-        }
-        (Method::GET, Some(name)) => {
-            get(&t, key.as_deref().unwrap_or_default(), &name, &opts).await
-        }
-        (Method::GET, None) => list(&sim, &t, ns.as_deref(), &opts).await,
         (Method::POST, None) => match read_body(req).await {
             Ok(obj) => write_result(
                 &t,
@@ -231,25 +269,123 @@ fn write_result(
     }
 }
 
-async fn get(t: &SimType, key: &str, name: &str, opts: &ListOptions) -> Response<Body> {
-    let snap = match opts.get_mode() {
+/// The simulator's serializers: JSON alone, so that what the apiserver
+/// would answer in YAML or protobuf falls to a JSON clause, or is refused.
+const RESOURCES: Endpoint = Endpoint::JSON_ONLY_RESOURCE;
+const ERRORS: Endpoint = Endpoint::JSON_ONLY_ERRORS;
+
+/// A get, list or watch of a simulated type.
+struct Read<'a> {
+    t: &'a Arc<SimType>,
+    ns: Option<&'a str>,
+    name: Option<&'a str>,
+    shape: Shape,
+    opts: &'a ListOptions,
+}
+
+/// The representation a read answers in, decided as kubecache decides its
+/// own, or why not: refusals the apiserver makes after reading wait for
+/// the read (its errors come first).
+type Negotiated = Result<Repr, Refusal>;
+
+impl Read<'_> {
+    /// Refusals made before the read (no route produces what Accept names,
+    /// nothing acceptable) are errors; the others are the read's to give.
+    fn representation(&self, accept: Option<&str>) -> Result<Negotiated, Status> {
+        let n = Negotiation {
+            accept,
+            endpoint: RESOURCES,
+            restful: true,
+            shape: self.shape,
+            include_object: self.opts.include_object.as_deref(),
+        };
+        match n.repr(|| self.t.printer.clone()) {
+            Err(Refusal::NoRoute) => Err(Status::no_acceptable_route()),
+            // The simulator has no other serializer to have negotiated.
+            Err(Refusal::NotAcceptable | Refusal::Serializer(_)) => Err(unacceptable_media()),
+            // The apiserver indents for `pretty=1`; the simulator answers
+            // compact JSON.
+            other => Ok(other.map(|n| n.repr)),
+        }
+    }
+
+    /// The read's representation, or the apiserver's error for converting
+    /// what it read (transformResponseObject).
+    fn convert(&self, n: Negotiated) -> Result<Repr, Status> {
+        n.map_err(|r| refused(self.t, r))
+    }
+}
+
+/// NegotiateOutputMediaType's 406 for the simulator's serializers.
+fn unacceptable_media() -> Status {
+    Status::not_acceptable(format!(
+        "only the following media types are accepted: {}",
+        RESOURCES.media_types()
+    ))
+}
+
+/// The error the apiserver gives for a conversion that fails once the
+/// object or list is read.
+fn refused(t: &SimType, r: Refusal) -> Status {
+    match r {
+        Refusal::Form(Conversion::PartialObjectMetadata(_)) => Status::not_acceptable(format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({})",
+            go_type(t, true)
+        )),
+        Refusal::Form(Conversion::PartialObjectMetadataList(_)) => {
+            Status::not_acceptable(format!(
+                "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+                go_type(t, false)
+            ))
+        }
+        Refusal::IncludeObject(v) => Status::bad_request(format!(
+            "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
+            go_quote(&v)
+        )),
+        Refusal::NoPrinter => Status::internal(format!(
+            "the simulator has no Table printer for {}",
+            t.rt.gvr
+        )),
+        // A Table fits every read; the rest are refused before it.
+        Refusal::Form(Conversion::Table(_))
+        | Refusal::NoRoute
+        | Refusal::NotAcceptable
+        | Refusal::Serializer(_) => unacceptable_media(),
+    }
+}
+
+/// Go's `%T` of the apiserver's internal object (or list) of a simulated
+/// type, as its conversion errors name it: `*core.Pod`, `*apps.DeploymentList`.
+fn go_type(t: &SimType, list: bool) -> String {
+    let group = &t.rt.gvr.group;
+    let package = if group.is_empty() {
+        "core"
+    } else {
+        group.split('.').next().unwrap_or(group)
+    };
+    let suffix = if list { "List" } else { "" };
+    format!("*{package}.{}{suffix}", t.rt.kind)
+}
+
+async fn get(
+    read: &Read<'_>,
+    key: &str,
+    name: &str,
+    n: Negotiated,
+) -> Result<Response<Body>, Status> {
+    let t = read.t;
+    let snap = match read.opts.get_mode() {
         Ok(ReadMode::NotOlderThan(rv)) => match t.store.wait_for(rv, FRESHNESS_WAIT).await {
             Ok(_) => t.store.current(),
-            Err(have) => return status_response(&Status::too_large_resource_version(rv, have)),
+            Err(have) => return Err(Status::too_large_resource_version(rv, have)),
         },
         Ok(_) => t.store.current(),
-        Err(ModeError::Reject(s)) => return status_response(&s),
-        Err(ModeError::Forward(_)) => {
-            return status_response(&Status::bad_request("invalid resourceVersion"))
-        }
+        Err(ModeError::Reject(s)) => return Err(s),
+        Err(ModeError::Forward(_)) => return Err(Status::bad_request("invalid resourceVersion")),
     };
     match snap.items.get(key) {
-        Some(e) => respond(StatusCode::OK, json::object(&t.codec, e)),
-        None => status_response(&Status::not_found(
-            &t.rt.gvr.group,
-            &t.rt.gvr.resource,
-            name,
-        )),
+        Some(e) => Ok(respond(StatusCode::OK, read.convert(n)?.body(&t.codec, e))),
+        None => Err(Status::not_found(&t.rt.gvr.group, &t.rt.gvr.resource, name)),
     }
 }
 
@@ -273,20 +409,14 @@ fn selection(t: &SimType, opts: &ListOptions) -> Result<Selection, Status> {
     Ok(Selection { labels, fields })
 }
 
-async fn list(sim: &Sim, t: &SimType, ns: Option<&str>, opts: &ListOptions) -> Response<Body> {
-    if let Err(s) = opts.validate_list() {
-        return status_response(&s);
-    }
-    let sel = match selection(t, opts) {
-        Ok(s) => s,
-        Err(s) => return status_response(&s),
-    };
+async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body>, Status> {
+    let (t, opts) = (read.t, read.opts);
+    opts.validate_list()?;
+    let sel = selection(t, opts)?;
     let mode = match opts.list_mode() {
         Ok(m) => m,
-        Err(ModeError::Reject(s)) => return status_response(&s),
-        Err(ModeError::Forward(_)) => {
-            return status_response(&Status::bad_request("invalid resourceVersion"))
-        }
+        Err(ModeError::Reject(s)) => return Err(s),
+        Err(ModeError::Forward(_)) => return Err(Status::bad_request("invalid resourceVersion")),
     };
     let limit = opts.limit.max(0) as usize;
     let etcd_now = || Snapshot {
@@ -298,24 +428,24 @@ async fn list(sim: &Sim, t: &SimType, ns: Option<&str>, opts: &ListOptions) -> R
         ReadMode::NotOlderThan(rv) if limit == 0 => {
             match t.store.wait_for(rv, FRESHNESS_WAIT).await {
                 Ok(_) => (t.store.current(), None, false),
-                Err(have) => return status_response(&Status::too_large_resource_version(rv, have)),
+                Err(have) => return Err(Status::too_large_resource_version(rv, have)),
             }
         }
         ReadMode::NotOlderThan(rv) => {
             if rv > sim.revision() {
-                return status_response(&Status::too_large_resource_version(rv, sim.revision()));
+                return Err(Status::too_large_resource_version(rv, sim.revision()));
             }
             (etcd_now(), None, true)
         }
         ReadMode::MostRecent => (etcd_now(), None, true),
         ReadMode::Exact(rv) => {
             if rv > sim.revision() {
-                return status_response(&Status::too_large_resource_version(rv, sim.revision()));
+                return Err(Status::too_large_resource_version(rv, sim.revision()));
             }
             match t.store.snapshot_at(rv) {
                 Some(s) => (s, None, true),
                 None => {
-                    return status_response(&Status::expired(
+                    return Err(Status::expired(
                         "The resourceVersion for the provided list is too old.",
                     ))
                 }
@@ -329,11 +459,12 @@ async fn list(sim: &Sim, t: &SimType, ns: Option<&str>, opts: &ListOptions) -> R
             None => {
                 let mut s = Status::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.");
                 s.metadata.continue_token = Some(ContinueToken { rv: -1, start }.encode());
-                return status_response(&s);
+                return Err(s);
             }
         },
     };
-    let prefix = ns
+    let prefix = read
+        .ns
         .filter(|_| t.rt.namespaced)
         .map(|n| format!("{n}/"))
         .unwrap_or_default();
@@ -348,52 +479,61 @@ async fn list(sim: &Sim, t: &SimType, ns: Option<&str>, opts: &ListOptions) -> R
         },
     );
     let meta = ListMeta::of_page(snap.rv, &page);
-    respond(StatusCode::OK, json::list(&t.codec, &meta, &page.items))
+    let repr = read.convert(n)?;
+    Ok(respond(
+        StatusCode::OK,
+        repr.list(&t.codec, &meta, &page.items),
+    ))
 }
 
-async fn watch(
-    sim: &Arc<Sim>,
-    t: &Arc<SimType>,
-    ns: Option<&str>,
-    name: Option<&str>,
-    opts: &ListOptions,
-) -> Response<Body> {
+async fn watch(sim: &Arc<Sim>, read: &Read<'_>, n: Negotiated) -> Result<Response<Body>, Status> {
+    let (t, opts) = (read.t, read.opts);
     sim.watches_served
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let sel = match selection(t, opts) {
-        Ok(s) => s,
-        Err(s) => return status_response(&s),
-    };
+    let sel = selection(t, opts)?;
     let start = if sim.watch_list {
-        match streaming_start(t, opts).await {
-            Ok(s) => s,
-            Err(resp) => return resp,
-        }
+        // Validated now, waited for once the watch is under way.
+        StreamingStart::Validated(streaming_from(opts)?)
     } else {
         // v1.20: an unset resourceVersion watches from the cache's state
         // like "0", and sendInitialEvents is not known.
         let rv = opts.resource_version.clone().unwrap_or_default();
         if rv.is_empty() || rv == "0" {
-            Start::State
+            StreamingStart::Ready(Start::State)
         } else {
             match rv.parse::<u64>() {
-                Ok(n) => Start::After(n),
+                Ok(n) => StreamingStart::Ready(Start::After(n)),
                 Err(_) => {
-                    return status_response(&Status::bad_request(format!(
+                    return Err(Status::bad_request(format!(
                         "invalid resource version: {rv}"
                     )))
                 }
             }
         }
     };
+    // The watch is open: now the apiserver checks the conversion. A
+    // PartialObjectMetadataList watch is served, but v1.20 cannot convert
+    // its events (they are not lists): at the first, it logs the failure
+    // and ends the stream without sending it.
+    let (repr, unconvertible) = match n {
+        Err(Refusal::Form(Conversion::PartialObjectMetadataList(_))) => (Repr::Json, true),
+        n => (read.convert(n)?, false),
+    };
+    let start = match start {
+        StreamingStart::Ready(s) => s,
+        StreamingStart::Validated(from) => match wait_for_start(t, from).await {
+            Ok(s) => s,
+            Err(s) => return Ok(watch::error_response(&s)),
+        },
+    };
     let spec = WatchSpec {
         start,
-        repr: Repr::Json,
+        repr,
         selection: watch::Selection {
             labels: sel.labels,
             fields: sel.fields,
-            namespace: ns.map(str::to_string),
-            name: name.map(str::to_string),
+            namespace: read.ns.map(str::to_string),
+            name: read.name.map(str::to_string),
         },
         bookmarks: opts.allow_watch_bookmarks,
         timeout: watch::timeout(opts.timeout_seconds),
@@ -407,38 +547,153 @@ async fn watch(
         stall: Some(sim.faults.stall()),
         garble: Some((Arc::new(move || faults.faults.take_garbage()), GARBAGE_LINE)),
     };
-    watch::serve(
+    let resp = watch::serve(
         t.clone(),
         t.codec.clone(),
         spec,
         interference,
         t.rt.gvr.to_string(),
-    )
+    );
+    Ok(if unconvertible {
+        resp.map(|b| EndsAtFirstEvent { inner: Some(b) }.boxed_unsync())
+    } else {
+        resp
+    })
+}
+
+/// A watch's start on a current apiserver (`--watch-list`), before and
+/// after its options are checked.
+enum StreamingStart {
+    Ready(Start),
+    Validated(WatchFrom),
 }
 
 /// Where a watch starts on a current apiserver (the WatchList feature):
-/// its watch-option validation, and a `sendInitialEvents` watch from a
-/// version the cache has not reached waits for it, then fails inside the
-/// stream.
-async fn streaming_start(t: &SimType, opts: &ListOptions) -> Result<Start, Response<Body>> {
-    opts.validate_watch().map_err(|s| status_response(&s))?;
-    let from = opts.watch_from().map_err(|e| match e {
-        ModeError::Reject(s) => status_response(&s),
-        ModeError::Forward(_) => status_response(&Status::bad_request(format!(
+/// its watch-option validation.
+fn streaming_from(opts: &ListOptions) -> Result<WatchFrom, Status> {
+    opts.validate_watch()?;
+    opts.watch_from().map_err(|e| match e {
+        ModeError::Reject(s) => s,
+        ModeError::Forward(_) => Status::bad_request(format!(
             "invalid resource version: {}",
             opts.resource_version.as_deref().unwrap_or_default()
-        ))),
-    })?;
+        )),
+    })
+}
+
+/// A `sendInitialEvents` watch from a version the cache has not reached
+/// waits for it, then fails inside the stream.
+async fn wait_for_start(t: &SimType, from: WatchFrom) -> Result<Start, Status> {
     Ok(match from {
         // The simulator's store is its etcd: its state is the latest.
         WatchFrom::Latest(i) | WatchFrom::Any(i) => i.into(),
         WatchFrom::After(rv) => Start::After(rv),
         WatchFrom::AtLeast(rv) => {
             if let Err(have) = t.store.wait_for(rv, FRESHNESS_WAIT).await {
-                let s = Status::too_large_resource_version(rv, have);
-                return Err(watch::error_response(&s));
+                return Err(Status::too_large_resource_version(rv, have));
             }
             Start::InitialEvents
         }
     })
+}
+
+/// The body of a watch whose events v1.20 cannot convert: nothing until
+/// the first event, then the end. An ERROR event's Status is sent, as it
+/// is not converted.
+struct EndsAtFirstEvent {
+    inner: Option<Body>,
+}
+
+impl http_body::Body for EndsAtFirstEvent {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let Some(inner) = self.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match Pin::new(inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(f)))
+                if f.data_ref()
+                    .is_some_and(|d| !d.starts_with(b"{\"type\":\"ERROR\"")) =>
+            {
+                // Dropping the stream ends its watcher.
+                self.inner = None;
+                Poll::Ready(None)
+            }
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.as_ref().is_none_or(|b| b.is_end_stream())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::SimOptions;
+
+    #[test]
+    fn every_simulated_type_has_kubecaches_printer() {
+        let sim = Sim::new(&SimOptions {
+            pods: 0,
+            configmaps: 0,
+            nodes: 0,
+            namespaces: 1,
+            ..Default::default()
+        });
+        for t in sim.types.values() {
+            assert!(t.printer.is_some(), "{}", t.rt.gvr);
+        }
+    }
+
+    #[test]
+    fn internal_types_are_named_as_go_prints_them() {
+        let sim = Sim::new(&SimOptions {
+            pods: 0,
+            configmaps: 0,
+            nodes: 0,
+            namespaces: 1,
+            ..Default::default()
+        });
+        let t = |g, r| sim.type_of(g, "v1", r).unwrap().clone();
+        assert_eq!(go_type(&t("", "pods"), false), "*core.Pod");
+        assert_eq!(go_type(&t("", "events"), true), "*core.EventList");
+        assert_eq!(
+            go_type(&t("apps", "deployments"), true),
+            "*apps.DeploymentList"
+        );
+    }
+
+    fn frames(lines: &[&'static str]) -> Body {
+        let (tx, body) = crate::upstream::channel_body(lines.len().max(1));
+        for l in lines {
+            tx.try_send(Bytes::from_static(l.as_bytes())).unwrap();
+        }
+        body
+    }
+
+    async fn collect(b: EndsAtFirstEvent) -> String {
+        let bytes = b.collect().await.unwrap().to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_unconvertible_watch_ends_at_its_first_event_but_sends_errors() {
+        let ev = "{\"type\":\"ADDED\",\"object\":{}}\n";
+        let err = "{\"type\":\"ERROR\",\"object\":{\"code\":410}}\n";
+        let b = EndsAtFirstEvent {
+            inner: Some(frames(&[ev, ev])),
+        };
+        assert_eq!(collect(b).await, "");
+        let b = EndsAtFirstEvent {
+            inner: Some(frames(&[err])),
+        };
+        assert_eq!(collect(b).await, err);
+    }
 }

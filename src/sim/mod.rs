@@ -3,11 +3,15 @@
 //! and delete, realistic generated objects, churn, and fault injection. It is
 //! the demo's upstream, a test double with the real one's rules, and a load
 //! generator. Where it and a real apiserver disagree, the real one is right.
+//! Reads negotiate `Accept` as kubecache does (JSON, Tables,
+//! PartialObjectMetadata[List], the apiserver's 406s), with JSON its only
+//! serializer: no YAML or protobuf (see `api`).
 
 pub mod api;
 pub mod faults;
 pub mod generate;
 
+use crate::encode::table::Printer;
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::{Entry, EventType, HistoryLimits, ListStyle, Store, TypeCodec};
 use faults::{FaultCommand, Faults};
@@ -23,6 +27,9 @@ pub struct SimType {
     pub rt: ResourceType,
     pub codec: Arc<TypeCodec>,
     pub store: Store,
+    /// What its Tables are printed with: kubecache's port of the
+    /// apiserver's printer for the type.
+    pub printer: Option<Arc<Printer>>,
 }
 
 impl AsRef<Store> for SimType {
@@ -154,12 +161,14 @@ impl Sim {
             .into_iter()
             .map(|rt| {
                 let codec = Arc::new(TypeCodec::for_type(&rt, ListStyle::Typed));
+                let printer = Printer::builtin(&rt.gvr.group, &rt.gvr.version, &rt.gvr.resource);
                 (
                     rt.gvr.clone(),
                     Arc::new(SimType {
                         rt,
                         codec,
                         store: Store::new(opts.history),
+                        printer,
                     }),
                 )
             })
