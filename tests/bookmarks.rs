@@ -10,6 +10,8 @@ use http::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+const FLOWCONTROL: &str = "flowcontrol.apiserver.k8s.io/v1beta1";
+
 /// (collection path, readyz resource, an object to create there).
 fn kinds(ns: &str, sfx: &str) -> Vec<(String, String, Value)> {
     let meta = json!({"name": format!("bm-{sfx}")});
@@ -33,6 +35,7 @@ fn kinds(ns: &str, sfx: &str) -> Vec<(String, String, Value)> {
     let in_ns_scope = format!("namespaces/{ns}/");
     let in_ns = |group_version: &str, plural: &str| at(&in_ns_scope, group_version, plural);
     let cluster = |group_version: &str, plural: &str| at("", group_version, plural);
+    let hpa_spec = json!({"scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 2});
     let mut statefulset = workload.clone();
     statefulset["serviceName"] = json!("s");
     [
@@ -110,12 +113,40 @@ fn kinds(ns: &str, sfx: &str) -> Vec<(String, String, Value)> {
             in_ns("kubecache.test/v1", "markers"),
             json!({"kind": "Marker"}),
         ),
+        (
+            in_ns("autoscaling/v1", "horizontalpodautoscalers"),
+            json!({"kind": "HorizontalPodAutoscaler", "spec": hpa_spec}),
+        ),
+        // Another object of the same resource, whose lists autoscaling/v1 lacks.
+        (
+            in_ns("autoscaling/v2beta2", "horizontalpodautoscalers"),
+            json!({"kind": "HorizontalPodAutoscaler", "metadata": {"name": format!("bm2-{sfx}")}, "spec": hpa_spec}),
+        ),
+        (
+            cluster("policy/v1beta1", "podsecuritypolicies"),
+            json!({"kind": "PodSecurityPolicy", "spec": {"seLinux": {"rule": "RunAsAny"}, "runAsUser": {"rule": "RunAsAny"},
+                "fsGroup": {"rule": "RunAsAny"}, "supplementalGroups": {"rule": "RunAsAny"}}}),
+        ),
+        // Removed after the test: they take part in API priority and fairness.
+        (
+            cluster(FLOWCONTROL, "prioritylevelconfigurations"),
+            json!({"kind": "PriorityLevelConfiguration", "spec": {"type": "Limited",
+                "limited": {"assuredConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}}),
+        ),
+        (
+            cluster(FLOWCONTROL, "flowschemas"),
+            json!({"kind": "FlowSchema", "spec": {"priorityLevelConfiguration": {"name": format!("bm-{sfx}")},
+                "matchingPrecedence": 9999, "rules": [{"subjects": [{"kind": "User", "user": {"name": "kubecache-test-nobody"}}],
+                "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/kubecache-test"]}]}]}}),
+        ),
     ]
     .into_iter()
     .map(|((path, resource), mut obj)| {
         let group_version = resource.rsplit_once('/').unwrap().0.to_string();
         obj["apiVersion"] = json!(group_version);
-        obj["metadata"] = meta.clone();
+        if obj.get("metadata").is_none() {
+            obj["metadata"] = meta.clone();
+        }
         (path, resource, obj)
     })
     .chain(std::iter::once({
@@ -176,8 +207,15 @@ async fn bookmarks_equal_the_real_apiservers() {
             let r = send(Method::POST, &format!("{up}{path}"), Some(obj.clone())).await;
             assert_eq!(r.status, 201, "{path}: {}", r.text());
         }
+        let mut results = Vec::new();
         for (_, resource, _, direct, cached) in pending {
-            let (a, b) = (direct.await.unwrap(), cached.await.unwrap());
+            results.push((resource, direct.await.unwrap(), cached.await.unwrap()));
+        }
+        for plural in ["flowschemas", "prioritylevelconfigurations"] {
+            let url = format!("{up}/apis/{FLOWCONTROL}/{plural}/bm-{sfx}");
+            send(Method::DELETE, &url, None).await;
+        }
+        for (resource, a, b) in results {
             assert_eq!(
                 serde_json::to_string(&b).unwrap(),
                 serde_json::to_string(&a).unwrap(),

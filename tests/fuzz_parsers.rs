@@ -240,6 +240,52 @@ const KEYS: &[&str] = &[
     "active",
     "lastScheduleTime",
     "nodeInfo",
+    // Autoscalers (all three versions, and v1's annotations).
+    "scaleTargetRef",
+    "minReplicas",
+    "maxReplicas",
+    "currentReplicas",
+    "targetCPUUtilizationPercentage",
+    "currentCPUUtilizationPercentage",
+    "autoscaling.alpha.kubernetes.io/metrics",
+    "autoscaling.alpha.kubernetes.io/current-metrics",
+    "metrics",
+    "currentMetrics",
+    "resource",
+    "containerResource",
+    "pods",
+    "object",
+    "external",
+    "target",
+    "current",
+    "value",
+    "averageValue",
+    "averageUtilization",
+    "targetValue",
+    "targetAverageValue",
+    "targetAverageUtilization",
+    "currentValue",
+    "currentAverageValue",
+    "currentAverageUtilization",
+    // Pod security policies, flow control, API services.
+    "privileged",
+    "allowedCapabilities",
+    "volumes",
+    "seLinux",
+    "runAsUser",
+    "rule",
+    "readOnlyRootFilesystem",
+    "priorityLevelConfiguration",
+    "matchingPrecedence",
+    "distinguisherMethod",
+    "limited",
+    "assuredConcurrencyShares",
+    "limitResponse",
+    "queuing",
+    "queues",
+    "handSize",
+    "queueLengthLimit",
+    "service",
 ];
 
 /// JSON values whose object keys come from `KEYS`.
@@ -255,6 +301,14 @@ fn object_like() -> impl Strategy<Value = serde_json::Value> {
         "[a-zA-Z0-9:.<>&/ -]{0,12}".prop_map(Value::from),
         Just(Value::from("2026-01-01T00:00:00Z")),
         Just(Value::from("0001-01-01T00:00:00Z")),
+        // What autoscaling/v1 keeps in annotations: JSON lists of metrics.
+        Just(Value::from("null")),
+        Just(Value::from(
+            r#"[{"type":"Pods","pods":{"metricName":"q","targetAverageValue":"1"}},null,{"type":"Resource"}]"#
+        )),
+        Just(Value::from(
+            r#"[{"type":"External","external":{"currentValue":5}}]"#
+        )),
     ];
     leaf.prop_recursive(5, 64, 6, |inner| {
         prop_oneof![

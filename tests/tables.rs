@@ -337,6 +337,55 @@ async fn make_namespaced(up: &str, ns: &str) {
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "00000000-0000-0000-0000-000000000001", "controller": true}]},
         "revision": 3, "data": {"spec": {}}})).await;
     create(up, &grp("rbac.authorization.k8s.io", "v1", "roles"), json!({"metadata": {"name": "reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})).await;
+    make_hpas(up, ns).await;
+}
+
+/// Autoscalers through v1 and v2beta2, with every metric source the
+/// apiserver takes and current metrics: stored as autoscaling/v1, whose
+/// annotations carry what v1 has no fields for, and printed from the
+/// internal object in every version.
+async fn make_hpas(up: &str, ns: &str) {
+    let v1 = format!("/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers");
+    let v2 = format!("/apis/autoscaling/v2beta2/namespaces/{ns}/horizontalpodautoscalers");
+    let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"});
+    create_with_status(up, &v1, json!({"metadata": {"name": "cpu"},
+        "spec": {"scaleTargetRef": target, "minReplicas": 2, "maxReplicas": 5, "targetCPUUtilizationPercentage": 50},
+        "status": {"currentReplicas": 2, "desiredReplicas": 2, "currentCPUUtilizationPercentage": 30}})).await;
+    create(up, &v1, json!({"metadata": {"name": "default"}, "spec": {"scaleTargetRef": {"kind": "ReplicaSet", "name": "rs"}, "maxReplicas": 3}})).await;
+    // Annotations of its own stay in the rows' metadata; v1's go.
+    create(up, &v1, json!({"metadata": {"name": "annotated", "annotations": {"team": "<web>",
+            "autoscaling.alpha.kubernetes.io/metrics": "[{\"type\":\"Pods\",\"pods\":{\"metricName\":\"qps\",\"targetAverageValue\":\"1500m\"}}]"}},
+        "spec": {"scaleTargetRef": target, "maxReplicas": 4, "targetCPUUtilizationPercentage": 70}})).await;
+    let cpu = |util: i64| json!({"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": util}}});
+    // The CPU target moves behind the others through v1 storage; the
+    // current metrics keep their order.
+    create_with_status(up, &v2, json!({"metadata": {"name": "resources"}, "spec": {"scaleTargetRef": target, "minReplicas": 1, "maxReplicas": 4, "metrics": [
+            cpu(60), {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}}]},
+        "status": {"currentReplicas": 3, "desiredReplicas": 3, "currentMetrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 20, "averageValue": "100m"}}},
+            {"type": "Resource", "resource": {"name": "memory", "current": {"averageValue": "60Mi"}}}]}})).await;
+    create_with_status(up, &v2, json!({"metadata": {"name": "external"}, "spec": {"scaleTargetRef": target, "maxReplicas": 4, "metrics": [
+            {"type": "External", "external": {"metric": {"name": "queue", "selector": {"matchLabels": {"q": "jobs"}}}, "target": {"type": "Value", "value": "30"}}},
+            {"type": "External", "external": {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "2"}}}]},
+        "status": {"currentReplicas": 1, "desiredReplicas": 1, "currentMetrics": [
+            {"type": "External", "external": {"metric": {"name": "queue"}, "current": {"averageValue": "1"}}},
+            {"type": "External", "external": {"metric": {"name": "queue"}, "current": {"value": "3", "averageValue": "1500m"}}}]}})).await;
+    create_with_status(up, &v2, json!({"metadata": {"name": "object"}, "spec": {"scaleTargetRef": target, "maxReplicas": 4, "metrics": [
+            {"type": "Object", "object": {"describedObject": {"apiVersion": "v1", "kind": "Service", "name": "web"}, "metric": {"name": "hits"}, "target": {"type": "Value", "value": "10k"}}},
+            {"type": "Object", "object": {"describedObject": {"apiVersion": "v1", "kind": "Service", "name": "web"}, "metric": {"name": "hits"}, "target": {"type": "AverageValue", "averageValue": "500m"}}}]},
+        "status": {"currentReplicas": 2, "desiredReplicas": 2, "currentMetrics": [
+            {"type": "Object", "object": {"describedObject": {"kind": "Service", "name": "web"}, "metric": {"name": "hits"}, "current": {"value": "7"}}},
+            {"type": "Object", "object": {"describedObject": {"kind": "Service", "name": "web"}, "metric": {"name": "hits"}, "current": {"value": "1", "averageValue": "250m"}}}]}})).await;
+    // Three metrics ("+ 1 more..."), a behavior (another v1 annotation),
+    // and a status whose first metric is of another source.
+    create_with_status(up, &v2, json!({"metadata": {"name": "many"}, "spec": {"scaleTargetRef": target, "maxReplicas": 9, "metrics": [
+            {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1k"}}},
+            {"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": 70}}},
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "AverageValue", "averageValue": "200m"}}}],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60, "policies": [{"type": "Pods", "value": 1, "periodSeconds": 30}]}}},
+        "status": {"currentReplicas": 4, "desiredReplicas": 5, "currentMetrics": [
+            {"type": "Resource", "resource": {"name": "memory", "current": {"averageUtilization": 65, "averageValue": "1Gi"}}}],
+            "conditions": [{"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})).await;
 }
 
 /// Cluster-scoped objects, named after the run so runs do not collide.
@@ -354,7 +403,178 @@ async fn make_cluster_scoped(up: &str, sfx: &str, ns: &str) {
     create(up, "/apis/storage.k8s.io/v1/storageclasses", json!({"metadata": {"name": format!("fast-{sfx}"),
             "annotations": {"storageclass.kubernetes.io/is-default-class": "false"}},
         "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": true})).await;
+    let name = |prefix: &str| json!({"name": format!("{prefix}-{sfx}")});
+    create(
+        up,
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        json!({"metadata": name("batch"), "value": -5, "description": "x"}),
+    )
+    .await;
+    create(
+        up,
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        json!({"metadata": name("urgent"), "value": 1000000, "preemptionPolicy": "Never"}),
+    )
+    .await;
+    create(
+        up,
+        "/apis/node.k8s.io/v1/runtimeclasses",
+        json!({"metadata": name("kata"), "handler": "kata-x"}),
+    )
+    .await;
+    create(up, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", json!({"metadata": name("viewers"),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "Group", "name": "devs"}, {"kind": "User", "name": "alice"}, {"kind": "ServiceAccount", "name": "robot", "namespace": ns}]})).await;
+    // Webhooks that match no request, and would let it through if they did.
+    let webhook = |n: &str| {
+        json!({"name": format!("{n}.kubecache.test"), "clientConfig": {"url": "https://127.0.0.1:1/never"},
+        "rules": [{"apiGroups": ["kubecache.invalid"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["nothing"]}],
+        "failurePolicy": "Ignore", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 1})
+    };
+    let admission = "/apis/admissionregistration.k8s.io/v1";
+    create(
+        up,
+        &format!("{admission}/mutatingwebhookconfigurations"),
+        json!({"metadata": name("mutate"), "webhooks": [webhook("a"), webhook("b")]}),
+    )
+    .await;
+    create(
+        up,
+        &format!("{admission}/validatingwebhookconfigurations"),
+        json!({"metadata": name("validate"), "webhooks": [webhook("c")]}),
+    )
+    .await;
+    let csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+    let csr = |prefix: &str| json!({"metadata": name(prefix), "spec": {"request": CSR, "signerName": "kubecache.test/signer", "usages": ["client auth"]}});
+    create(up, csrs, csr("pending")).await;
+    // Approved, then issued: "Approved,Issued".
+    let issued = create(up, csrs, csr("issued")).await;
+    let url = format!("{up}{csrs}/issued-{sfx}");
+    let mut o = issued;
+    o["status"] = json!({"conditions": [{"type": "Approved", "status": "True", "reason": "Test", "message": "ok"}]});
+    let r = send(Method::PUT, &format!("{url}/approval"), Some(o)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut o = r.json();
+    o["status"]["certificate"] = json!(CERTIFICATE);
+    let r = send(Method::PUT, &format!("{url}/status"), Some(o)).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    create(up, "/apis/policy/v1beta1/podsecuritypolicies", json!({"metadata": name("restricted"), "spec": {
+        "seLinux": {"rule": "RunAsAny"}, "runAsUser": {"rule": "MustRunAsNonRoot"}, "supplementalGroups": {"rule": "RunAsAny"},
+        "fsGroup": {"rule": "MustRunAs", "ranges": [{"min": 1, "max": 65535}]}, "readOnlyRootFilesystem": true,
+        "volumes": ["configMap", "secret"], "allowedCapabilities": ["NET_ADMIN", "SYS_TIME"]}})).await;
+    create(up, "/apis/policy/v1beta1/podsecuritypolicies", json!({"metadata": name("privileged"), "spec": {"privileged": true,
+        "seLinux": {"rule": "RunAsAny"}, "runAsUser": {"rule": "RunAsAny"}, "supplementalGroups": {"rule": "RunAsAny"},
+        "fsGroup": {"rule": "RunAsAny"}, "volumes": ["*"]}})).await;
+    // Flow control objects that no request matches; one schema names a
+    // priority level that does not exist, which the apiserver marks.
+    let fc = "/apis/flowcontrol.apiserver.k8s.io/v1beta1";
+    create(up, &format!("{fc}/prioritylevelconfigurations"), json!({"metadata": name("queued"), "spec": {"type": "Limited",
+        "limited": {"assuredConcurrencyShares": 1, "limitResponse": {"type": "Queue", "queuing": {"queues": 7, "handSize": 2}}}}})).await;
+    create(
+        up,
+        &format!("{fc}/prioritylevelconfigurations"),
+        json!({"metadata": name("reject"), "spec": {"type": "Limited",
+        "limited": {"assuredConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}}),
+    )
+    .await;
+    let rules = json!([{"subjects": [{"kind": "User", "user": {"name": "kubecache-test-nobody"}}],
+        "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/kubecache-test"]}]}]);
+    create(
+        up,
+        &format!("{fc}/flowschemas"),
+        json!({"metadata": name("dangling"), "spec": {
+        "priorityLevelConfiguration": {"name": format!("missing-{sfx}")}, "rules": rules}}),
+    )
+    .await;
+    create(
+        up,
+        &format!("{fc}/flowschemas"),
+        json!({"metadata": name("queued"), "spec": {
+        "priorityLevelConfiguration": {"name": format!("queued-{sfx}")}, "matchingPrecedence": 9500,
+        "distinguisherMethod": {"type": "ByNamespace"}, "rules": rules}}),
+    )
+    .await;
+    // The apiserver marks them a moment later: wait, so that the
+    // comparisons do not race it.
+    for fs in ["dangling", "queued"] {
+        let url = format!("{up}{fc}/flowschemas/{fs}-{sfx}");
+        let mut marked = false;
+        for _ in 0..100 {
+            if get(&url).await.json()["status"]["conditions"].is_array() {
+                marked = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(marked, "{url} never got its Dangling condition");
+    }
 }
+
+/// The first cell of each row, in order.
+fn row_names(t: &Value) -> Vec<Value> {
+    t["rows"]
+        .as_array()
+        .map(|rows| rows.iter().map(|r| r["cells"][0].clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Removes the cluster-scoped fixtures when dropped, whether the test
+/// passed, failed or timed out.
+struct ClusterFixtures {
+    up: String,
+    sfx: String,
+}
+
+impl Drop for ClusterFixtures {
+    fn drop(&mut self) {
+        let (up, sfx) = (self.up.clone(), self.sfx.clone());
+        // A runtime of its own: the test's may be unwinding.
+        let done = std::thread::spawn(move || {
+            tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(remove_cluster_scoped(&up, &sfx))
+        })
+        .join();
+        if done.is_err() {
+            eprintln!("some cluster-scoped fixtures of run {} remain", self.sfx);
+        }
+    }
+}
+
+/// Removes the cluster-scoped fixtures that act on the apiserver (flow
+/// control, webhooks) or would pile up across runs.
+async fn remove_cluster_scoped(up: &str, sfx: &str) {
+    for path in [
+        format!("/apis/storage.k8s.io/v1/storageclasses/fast-{sfx}"),
+        format!("/apis/scheduling.k8s.io/v1/priorityclasses/batch-{sfx}"),
+        format!("/apis/scheduling.k8s.io/v1/priorityclasses/urgent-{sfx}"),
+        format!("/apis/node.k8s.io/v1/runtimeclasses/kata-{sfx}"),
+        format!("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/viewers-{sfx}"),
+        format!("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/mutate-{sfx}"),
+        format!(
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/validate-{sfx}"
+        ),
+        format!("/apis/certificates.k8s.io/v1/certificatesigningrequests/pending-{sfx}"),
+        format!("/apis/certificates.k8s.io/v1/certificatesigningrequests/issued-{sfx}"),
+        format!("/apis/policy/v1beta1/podsecuritypolicies/restricted-{sfx}"),
+        format!("/apis/policy/v1beta1/podsecuritypolicies/privileged-{sfx}"),
+        format!("/apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas/dangling-{sfx}"),
+        format!("/apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas/queued-{sfx}"),
+        format!(
+            "/apis/flowcontrol.apiserver.k8s.io/v1beta1/prioritylevelconfigurations/queued-{sfx}"
+        ),
+        format!(
+            "/apis/flowcontrol.apiserver.k8s.io/v1beta1/prioritylevelconfigurations/reject-{sfx}"
+        ),
+    ] {
+        send(Method::DELETE, &format!("{up}{path}"), None).await;
+    }
+}
+
+/// A certificate request (PEM, base64) and a certificate for it, made
+/// with openssl: the apiserver checks both.
+const CSR: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIVE1Ic0NBUUF3R1RFWE1CVUdBMVVFQXd3T2EzVmlaV05oWTJobExYUmxjM1F3V1RBVEJnY3Foa2pPUFFJQgpCZ2dxaGtqT1BRTUJCd05DQUFUWGNiQmJ1UjBrLy80VS8rdTE0ZkZiaEJXL05RMlJBcXZFMUNic1Y2bnZMT3J2CjIwQzJTUmwvdXlvSW5TNUJpYXpMYTdSeXZpWFc0OXJwUk95M0lPZlBvQUF3Q2dZSUtvWkl6ajBFQXdJRFNBQXcKUlFJaEFJSWEvTU1LUlZlZFNVVDRBd3E2akY0djU0alhlclh6bHp3a21EdnNvWGZwQWlCc3RFM0FkMzljajNtSApJQzl1dFc1S0pwVWpBRDhHWTZKei9xSzU4TGZZa3c9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K";
+const CERTIFICATE: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJpakNDQVMrZ0F3SUJBZ0lVUGhYWjVBNk5xb2RjaTFXL0NJTFREd3BqLzJvd0NnWUlLb1pJemowRUF3SXcKR1RFWE1CVUdBMVVFQXd3T2EzVmlaV05oWTJobExYUmxjM1F3SUJjTk1qWXhNVEl4TWpBeU5URTBXaGdQTWpFeQpOakV3TWpneU1ESTFNVFJhTUJreEZ6QVZCZ05WQkFNTURtdDFZbVZqWVdOb1pTMTBaWE4wTUZrd0V3WUhLb1pJCnpqMENBUVlJS29aSXpqMERBUWNEUWdBRTEzR3dXN2tkSlAvK0ZQL3J0ZUh4VzRRVnZ6VU5rUUtyeE5RbTdGZXAKN3l6cTc5dEF0a2taZjdzcUNKMHVRWW1zeTJ1MGNyNGwxdVBhNlVUc3R5RG56Nk5UTUZFd0hRWURWUjBPQkJZRQpGRm01T09kQ0Y5Q2VmN0JNYU5NRVlKWjJZMjlFTUI4R0ExVWRJd1FZTUJhQUZGbTVPT2RDRjlDZWY3Qk1hTk1FCllKWjJZMjlFTUE4R0ExVWRFd0VCL3dRRk1BTUJBZjh3Q2dZSUtvWkl6ajBFQXdJRFNRQXdSZ0loQUxSTDJoRHAKbnE4RDAzMzM0LytxN3lEWUtWck9NaUdYelJJRTlQcnQzdGg0QWlFQXhCYk1IN3pJMHhhYlBHT3J3WE43ajBGdQo2UUZ2YUpKa2Y1S0tUZjBGVElnPQotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg==";
 
 /// Every namespaced collection the fixtures fill, and whether kubecache
 /// must print it itself.
@@ -387,6 +607,9 @@ fn namespaced(ns: &str) -> Vec<String> {
         "/api/v1/namespaces/{ns}/podtemplates",
         "/api/v1/namespaces/{ns}/resourcequotas",
         "/apis/apps/v1/namespaces/{ns}/controllerrevisions",
+        "/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers",
+        "/apis/autoscaling/v2beta1/namespaces/{ns}/horizontalpodautoscalers",
+        "/apis/autoscaling/v2beta2/namespaces/{ns}/horizontalpodautoscalers",
     ]
     .iter()
     .map(|p| p.replace("{ns}", ns))
@@ -399,6 +622,23 @@ const CLUSTER: &[&str] = &[
     "/api/v1/persistentvolumes",
     "/apis/storage.k8s.io/v1/storageclasses",
     "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "/apis/scheduling.k8s.io/v1beta1/priorityclasses",
+    "/apis/node.k8s.io/v1/runtimeclasses",
+    "/apis/node.k8s.io/v1beta1/runtimeclasses",
+    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "/apis/rbac.authorization.k8s.io/v1beta1/clusterrolebindings",
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1beta1/mutatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1beta1/validatingwebhookconfigurations",
+    "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+    "/apis/certificates.k8s.io/v1beta1/certificatesigningrequests",
+    "/apis/policy/v1beta1/podsecuritypolicies",
+    "/apis/flowcontrol.apiserver.k8s.io/v1beta1/flowschemas",
+    "/apis/flowcontrol.apiserver.k8s.io/v1beta1/prioritylevelconfigurations",
+    "/apis/apiregistration.k8s.io/v1/apiservices",
+    "/apis/apiregistration.k8s.io/v1beta1/apiservices",
 ];
 
 /// The resource name discovery knows a collection path by: `v1/pods`.
@@ -437,6 +677,10 @@ async fn tables_of_every_printed_type_equal_the_real_apiservers() {
     let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(240), async {
         let (sfx, ns) = namespace_with_fixtures(&up, "tables").await;
+        let _cleanup = ClusterFixtures {
+            up: up.clone(),
+            sfx: sfx.clone(),
+        };
         make_cluster_scoped(&up, &sfx, &ns).await;
         let p = start_proxy(&up).await;
         let paths: Vec<String> = namespaced(&ns)
@@ -495,14 +739,21 @@ async fn tables_of_every_printed_type_equal_the_real_apiservers() {
             if list["items"].as_array().unwrap().len() > 1 {
                 assert!(page["metadata"]["continue"].is_string(), "{path}: {page}");
             }
+            if path.ends_with("/flowschemas") {
+                // The list printer sorts a page by precedence, then name:
+                // the rows come in the apiserver's order.
+                for query in [
+                    "resourceVersion=0".to_string(),
+                    format!("resourceVersion={rv}&resourceVersionMatch=Exact&limit=5"),
+                ] {
+                    let url = format!("{path}?{query}&includeObject=None");
+                    let (_, a) = table(&format!("{up}{url}"), TABLE).await;
+                    let (_, b) = table(&format!("{}{url}", p.url), TABLE).await;
+                    assert_eq!(row_names(&b), row_names(&a), "{url}");
+                }
+            }
         }
         release(&up, &ns).await;
-        send(
-            Method::DELETE,
-            &format!("{up}/apis/storage.k8s.io/v1/storageclasses/fast-{sfx}"),
-            None,
-        )
-        .await;
     })
     .await
     .expect("timed out");
@@ -702,42 +953,107 @@ async fn table_watch_bookmarks_are_tables_of_the_kinds_empty_object() {
         let ns = format!("tablebm-{}", unique_suffix());
         ensure_namespace(&up, &ns).await;
         let pods = format!("/api/v1/namespaces/{ns}/pods");
+        let hpas = format!("/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers");
         let p = start_proxy(&up).await;
-        synced(&up, &p, &pods).await;
-        let rv = get(&format!("{up}{pods}")).await.json()["metadata"]["resourceVersion"]
+        // An autoscaling/v1 bookmark prints the internal empty object,
+        // which has no metrics (a v1 object converts to an 80% CPU
+        // target), and carries the v1 empty object.
+        let kinds = [
+            (
+                pods.clone(),
+                "",
+                pod(
+                    "bm",
+                    json!({"containers": containers(&["app"])}),
+                    json!({"phase": "Running"}),
+                ),
+            ),
+            (
+                hpas.clone(),
+                "&includeObject=Object",
+                json!({"metadata": {"name": "bm"},
+                    "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3, "targetCPUUtilizationPercentage": 50},
+                    "status": {"currentReplicas": 1, "desiredReplicas": 1, "currentCPUUtilizationPercentage": 10}}),
+            ),
+        ];
+        for (collection, include, obj) in kinds {
+            synced(&up, &p, &collection).await;
+            let rv = get(&format!("{up}{collection}")).await.json()["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            // v1.20 bookmarks a watcher 2 s before its deadline, once an
+            // event newer than its start has passed.
+            let path = format!(
+                "{collection}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=5{include}"
+            );
+            assert_served_from_cache(&p, &path, TABLE);
+            let mut direct = LineWatch::open(&format!("{up}{path}"), TABLE).await;
+            let mut cached = LineWatch::open(&format!("{}{path}", p.url), TABLE).await;
+            create_with_status(&up, &collection, obj).await;
+            for _ in 0..2 {
+                let (a, b) = (direct.line().await, cached.line().await);
+                let (va, vb): (Value, Value) = (
+                    serde_json::from_str(&a).unwrap(),
+                    serde_json::from_str(&b).unwrap(),
+                );
+                assert_eq!(vb["type"], va["type"], "{b}");
+                assert_tables_agree(&va["object"], &vb["object"], &path, false);
+            }
+            let (a, b) = (direct.line().await, cached.line().await);
+            assert!(a.contains("\"type\":\"BOOKMARK\""), "{a}");
+            assert_eq!(b, a);
+        }
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_service_table_watches_carry_column_definitions_on_every_event() {
+    let up = real_apiserver();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // A CRD in a group of its own: the apiserver registers an API
+        // service for the group (and removes it with the CRD).
+        let n = unique_suffix().replace('-', "");
+        let group = format!("g{n}.kubecache.test");
+        let mut def = crd("things", "Thing", "Namespaced");
+        def["metadata"]["name"] = json!(format!("things.{group}"));
+        def["spec"]["group"] = json!(group);
+        let services = "/apis/apiregistration.k8s.io/v1/apiservices";
+        let p = start_proxy(&up).await;
+        synced(&up, &p, services).await;
+        let rv = get(&format!("{up}{services}")).await.json()["metadata"]["resourceVersion"]
             .as_str()
             .unwrap()
             .to_string();
-        // v1.20 bookmarks a watcher 2 s before its deadline, once an event
-        // newer than its start has passed.
         let path = format!(
-            "{pods}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=5"
+            "{services}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=5"
         );
         assert_served_from_cache(&p, &path, TABLE);
         let mut direct = LineWatch::open(&format!("{up}{path}"), TABLE).await;
         let mut cached = LineWatch::open(&format!("{}{path}", p.url), TABLE).await;
-        create_with_status(
-            &up,
-            &pods,
-            pod(
-                "bm",
-                json!({"containers": containers(&["app"])}),
-                json!({"phase": "Running"}),
-            ),
-        )
-        .await;
-        for _ in 0..2 {
+        let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+        create(&up, crds, def).await;
+        // Its events, then the bookmark: each a Table with the columns.
+        let mut events = 0;
+        loop {
             let (a, b) = (direct.line().await, cached.line().await);
             let (va, vb): (Value, Value) = (
                 serde_json::from_str(&a).unwrap(),
                 serde_json::from_str(&b).unwrap(),
             );
             assert_eq!(vb["type"], va["type"], "{b}");
+            assert!(va["object"]["columnDefinitions"].is_array(), "{a}");
+            if va["type"] == "BOOKMARK" {
+                assert_eq!(b, a);
+                break;
+            }
             assert_tables_agree(&va["object"], &vb["object"], &path, false);
+            events += 1;
         }
-        let (a, b) = (direct.line().await, cached.line().await);
-        assert!(a.contains("\"type\":\"BOOKMARK\""), "{a}");
-        assert_eq!(b, a);
+        assert!(events > 0);
+        send(Method::DELETE, &format!("{up}{crds}/things.{group}"), None).await;
     })
     .await
     .expect("timed out");
@@ -811,6 +1127,7 @@ async fn kubectl_get_prints_the_same_through_kubecache() {
             "podtemplates",
             "resourcequotas",
             "controllerrevisions",
+            "horizontalpodautoscalers",
         ] {
             for extra in [
                 &[][..],

@@ -29,7 +29,7 @@ pub fn object(codec: &TypeCodec, rv: u64, initial_events_end: bool) -> Bytes {
             r#"{{"apiVersion":{api_version},"kind":{kind},"metadata":{{{annotations}"resourceVersion":"{rv}"}}}}"#
         ));
     }
-    let (fixed, rest) = zero_value(&codec.group, &codec.kind);
+    let (fixed, rest) = zero_value(&codec.group, &codec.api_version, &codec.kind);
     let meta = versioned_meta(fixed, rv, initial_events_end);
     Bytes::from(format!(
         r#"{{"kind":{kind},"apiVersion":{api_version},"metadata":{meta}{rest}}}"#
@@ -66,7 +66,7 @@ macro_rules! pod_template {
 
 /// What follows `metadata` in a kind's empty object, and an annotation its
 /// conversion always adds.
-fn zero_value(group: &str, kind: &str) -> (Option<&'static str>, &'static str) {
+fn zero_value(group: &str, api_version: &str, kind: &str) -> (Option<&'static str>, &'static str) {
     let rest = match (group, kind) {
         ("", "Pod") => r#","spec":{"containers":null},"status":{}"#,
         ("", "Service") => r#","spec":{},"status":{"loadBalancer":{}}"#,
@@ -117,6 +117,25 @@ fn zero_value(group: &str, kind: &str) -> (Option<&'static str>, &'static str) {
             r#","addressType":"","endpoints":null,"ports":null"#
         }
         ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => r#","rules":null"#,
+        // autoscaling/v1 has no lists in its status to write as `null`.
+        ("autoscaling", "HorizontalPodAutoscaler") if api_version == "autoscaling/v1" => {
+            r#","spec":{"scaleTargetRef":{"kind":"","name":""},"maxReplicas":0},"status":{"currentReplicas":0,"desiredReplicas":0}"#
+        }
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            r#","spec":{"scaleTargetRef":{"kind":"","name":""},"maxReplicas":0},"status":{"currentReplicas":0,"desiredReplicas":0,"currentMetrics":null,"conditions":null}"#
+        }
+        ("policy", "PodSecurityPolicy") => {
+            r#","spec":{"seLinux":{"rule":""},"runAsUser":{"rule":""},"supplementalGroups":{},"fsGroup":{},"allowPrivilegeEscalation":false}"#
+        }
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => {
+            r#","spec":{"priorityLevelConfiguration":{"name":""},"matchingPrecedence":0},"status":{}"#
+        }
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            r#","spec":{"type":""},"status":{}"#
+        }
+        ("apiregistration.k8s.io", "APIService") => {
+            r#","spec":{"groupPriorityMinimum":0,"versionPriority":0},"status":{}"#
+        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             r#","spec":{"group":"","names":{"plural":"","kind":""},"scope":"","versions":null},"status":{"conditions":null,"acceptedNames":{"plural":"","kind":""},"storedVersions":null}"#
         }
@@ -154,6 +173,30 @@ mod tests {
     }
 
     #[test]
+    fn an_hpa_bookmark_has_status_lists_but_in_autoscaling_v1() {
+        // As v1.20 sent them.
+        let hpa = |v: &str| {
+            text(object(
+                &typed("autoscaling", v, "HorizontalPodAutoscaler"),
+                109,
+                false,
+            ))
+        };
+        assert_eq!(
+            hpa("autoscaling/v1"),
+            r#"{"kind":"HorizontalPodAutoscaler","apiVersion":"autoscaling/v1","metadata":{"resourceVersion":"109","creationTimestamp":null},"spec":{"scaleTargetRef":{"kind":"","name":""},"maxReplicas":0},"status":{"currentReplicas":0,"desiredReplicas":0}}"#
+        );
+        for v in ["autoscaling/v2beta1", "autoscaling/v2beta2"] {
+            assert_eq!(
+                hpa(v),
+                format!(
+                    r#"{{"kind":"HorizontalPodAutoscaler","apiVersion":"{v}","metadata":{{"resourceVersion":"109","creationTimestamp":null}},"spec":{{"scaleTargetRef":{{"kind":"","name":""}},"maxReplicas":0}},"status":{{"currentReplicas":0,"desiredReplicas":0,"currentMetrics":null,"conditions":null}}}}"#
+                )
+            );
+        }
+    }
+
+    #[test]
     fn custom_resource_bookmarks_have_sorted_keys_and_no_creation_timestamp() {
         let c = TypeCodec::new("x.io", "x.io/v1", "Widget", true, ListStyle::Unstructured);
         assert_eq!(
@@ -176,6 +219,11 @@ mod tests {
             ("batch", "Job"),
             ("batch", "CronJob"),
             ("apiextensions.k8s.io", "CustomResourceDefinition"),
+            ("autoscaling", "HorizontalPodAutoscaler"),
+            ("policy", "PodSecurityPolicy"),
+            ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+            ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+            ("apiregistration.k8s.io", "APIService"),
             ("", "Unknown"),
         ] {
             for end in [false, true] {

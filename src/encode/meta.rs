@@ -114,12 +114,20 @@ fn reencode(raw: &str, change: impl FnOnce(&mut ObjectMeta)) -> Option<Bytes> {
 }
 
 /// Annotations a versioned object carries for fields its internal form
-/// holds instead (apps/v1's conversions move them into the spec).
-fn conversion_annotation(group: &str, kind: &str) -> Option<&'static str> {
+/// holds instead (apps/v1's conversions move them into the spec;
+/// autoscaling's keep what other versions have fields for, and drop all
+/// four, set or not, converting to the internal type).
+fn conversion_annotations(group: &str, kind: &str) -> &'static [&'static str] {
     match (group, kind) {
-        ("apps", "DaemonSet") => Some("deprecated.daemonset.template.generation"),
-        ("apps", "Deployment") => Some("deprecated.deployment.rollback.to"),
-        _ => None,
+        ("apps", "DaemonSet") => &["deprecated.daemonset.template.generation"],
+        ("apps", "Deployment") => &["deprecated.deployment.rollback.to"],
+        ("autoscaling", "HorizontalPodAutoscaler") => &[
+            "autoscaling.alpha.kubernetes.io/metrics",
+            "autoscaling.alpha.kubernetes.io/behavior",
+            "autoscaling.alpha.kubernetes.io/current-metrics",
+            "autoscaling.alpha.kubernetes.io/conditions",
+        ],
+        _ => &[],
     }
 }
 
@@ -128,17 +136,19 @@ fn conversion_annotation(group: &str, kind: &str) -> Option<&'static str> {
 /// the versioned metadata, less any annotation its conversion moves into
 /// the spec. `None` when that is the versioned metadata unchanged.
 pub fn internal_meta(group: &str, kind: &str, raw: &str) -> Option<Bytes> {
-    let key = conversion_annotation(group, kind)?;
-    if !raw.contains(key) {
+    let keys = conversion_annotations(group, kind);
+    if !keys.iter().any(|k| raw.contains(k)) {
         return None;
     }
     reencode(raw, |m| {
-        // Deployment's moves only a non-empty revision.
-        if m.annotations
-            .get(key)
-            .is_some_and(|v| !v.is_empty() || kind == "DaemonSet")
-        {
-            m.annotations.remove(key);
+        for key in keys {
+            // Deployment's moves only a non-empty revision.
+            if m.annotations
+                .get(*key)
+                .is_some_and(|v| !v.is_empty() || kind != "Deployment")
+            {
+                m.annotations.remove(*key);
+            }
         }
     })
 }
@@ -221,6 +231,17 @@ mod tests {
         assert_eq!(
             &internal_meta("apps", "Deployment", empty).unwrap()[..],
             empty.as_bytes()
+        );
+        // As autoscaling/v1 and v2beta1 write them (and v1.20 read them off).
+        let hpa = r#"{"name":"h","creationTimestamp":null,"annotations":{"autoscaling.alpha.kubernetes.io/behavior":"{}","autoscaling.alpha.kubernetes.io/conditions":"[]","autoscaling.alpha.kubernetes.io/current-metrics":"","autoscaling.alpha.kubernetes.io/metrics":"[]","keep":"me"}}"#;
+        assert_eq!(
+            &internal_meta("autoscaling", "HorizontalPodAutoscaler", hpa).unwrap()[..],
+            br#"{"name":"h","creationTimestamp":null,"annotations":{"keep":"me"}}"#
+        );
+        let only = r#"{"name":"h","creationTimestamp":null,"annotations":{"autoscaling.alpha.kubernetes.io/current-metrics":"[]"}}"#;
+        assert_eq!(
+            &internal_meta("autoscaling", "HorizontalPodAutoscaler", only).unwrap()[..],
+            br#"{"name":"h","creationTimestamp":null}"#
         );
         assert!(internal_meta("apps", "DaemonSet", r#"{"name":"d"}"#).is_none());
         assert!(internal_meta("", "ConfigMap", ds).is_none());

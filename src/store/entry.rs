@@ -58,9 +58,9 @@ pub struct Entry {
     pub item: Bytes,
     /// `metadata` as the apiserver encodes an `ObjectMeta`, for
     /// PartialObjectMetadata and Table rows: a slice of `item` for built-in
-    /// types (re-encoded without the annotations apps/v1 conversions move
-    /// into the spec), a re-encoding in struct order for custom resources
-    /// (whose maps come with sorted keys).
+    /// types (re-encoded without the annotations apps/v1 and autoscaling
+    /// conversions move into the spec), a re-encoding in struct order for
+    /// custom resources (whose maps come with sorted keys).
     pub meta: Bytes,
     /// The object's Table row, printed on first use: `(printer id, row)`.
     pub table_row: std::sync::OnceLock<(u64, crate::encode::table::Row)>,

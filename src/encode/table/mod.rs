@@ -228,7 +228,8 @@ pub struct TableSpec {
     pub include: Include,
     pub printer: Arc<Printer>,
     /// A watch's first Table carries the column definitions, later ones
-    /// do not (the apiserver sets `noHeaders` after its first event).
+    /// do not (the apiserver sets `noHeaders` after its first event),
+    /// unless the printer ignores that.
     headers_sent: std::cell::Cell<bool>,
 }
 
@@ -325,7 +326,8 @@ impl TableSpec {
             return b.freeze();
         }
         b.put_u8(b'[');
-        for (i, e) in items.iter().enumerate() {
+        let ordered = self.ordered(items);
+        for (i, e) in ordered.iter().enumerate() {
             if i > 0 {
                 b.put_u8(b',');
             }
@@ -334,6 +336,23 @@ impl TableSpec {
         }
         b.put_slice(b"]}\n");
         b.freeze()
+    }
+
+    /// A page's entries in the order the printer's list function prints
+    /// them: the list's, or by the printer's key and then by name.
+    fn ordered<'a>(&self, items: &'a [Arc<Entry>]) -> std::borrow::Cow<'a, [Arc<Entry>]> {
+        let Some(key) = self.printer.list_order() else {
+            return std::borrow::Cow::Borrowed(items);
+        };
+        let mut keyed: Vec<(i64, Arc<Entry>)> = items
+            .iter()
+            .map(|e| {
+                let obj: Value = serde_json::from_slice(&e.item).unwrap_or(Value::Null);
+                (key(&obj), e.clone())
+            })
+            .collect();
+        keyed.sort_by(|(ka, a), (kb, b)| ka.cmp(kb).then_with(|| a.name.cmp(&b.name)));
+        std::borrow::Cow::Owned(keyed.into_iter().map(|(_, e)| e).collect())
     }
 
     /// One object as a one-row Table: a get's body without its newline,
@@ -345,10 +364,10 @@ impl TableSpec {
     }
 
     /// A bookmark's object as a Table: the printer's row for the kind's
-    /// empty object, as the apiserver converts it.
+    /// empty object, which the apiserver prints from the internal type.
     pub fn bookmark(&self, codec: &TypeCodec, rv: u64, initial_events_end: bool) -> Bytes {
         let obj = super::bookmark::object(codec, rv, initial_events_end);
-        let row = self.printer.row(&obj);
+        let row = self.printer.zero_row(&obj);
         let meta = format!("{{\"resourceVersion\":\"{rv}\"}}");
         let object = |b: &mut BytesMut| match self.include {
             Include::Object => b.put_slice(&obj),
@@ -367,7 +386,7 @@ impl TableSpec {
         object: impl FnOnce(&mut BytesMut),
         watch: bool,
     ) -> Bytes {
-        let headers = !watch || !self.headers_sent.replace(true);
+        let headers = !watch || self.printer.headers_always() || !self.headers_sent.replace(true);
         let mut b = BytesMut::with_capacity(4096);
         self.put_head(&mut b, meta, headers);
         b.put_u8(b'[');

@@ -1,11 +1,14 @@
 //! Which printer turns a type's objects into rows: a port of one of
-//! printers.go's print functions for built-in types, the default
-//! convertor (Name, Created At), or a custom resource's printer columns.
+//! printers.go's print functions for built-in types (or of the
+//! kube-aggregator's convertor, for API services), the default convertor
+//! (Name, Created At), or a custom resource's printer columns.
 //!
 //! The ports read the versioned JSON the cache holds rather than Go's
 //! internal types; where the two differ (a pointer field left unset reads
 //! as the internal type's zero value) the port says so.
 
+mod apiserver;
+mod autoscaling;
 mod cluster;
 mod core;
 mod network;
@@ -24,6 +27,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 /// Appends one object's cells (and conditions) to a row.
 pub type RowFn = fn(&Value, &mut RowBuilder);
 
+/// The key a list printer sorts a page's rows by, before their names.
+pub type OrderFn = fn(&Value) -> i64;
+
 enum Kind {
     Printed(RowFn),
     Default,
@@ -36,6 +42,14 @@ pub struct Printer {
     id: u64,
     columns: Bytes,
     kind: Kind,
+    /// The row of the kind's empty object, where printing the version's
+    /// differs from printing the internal one (as bookmarks are).
+    zero: Option<RowFn>,
+    /// How the list printer orders a page's rows, if it does not keep
+    /// the list's order.
+    order: Option<OrderFn>,
+    /// Whether every Table of a watch carries the column definitions.
+    headers_always: bool,
 }
 
 impl std::fmt::Debug for Printer {
@@ -54,6 +68,8 @@ fn row_fn(group: &str, version: &str, resource: &str) -> Option<RowFn> {
         .or_else(|| network::lookup(group, version, resource))
         .or_else(|| storage::lookup(group, version, resource))
         .or_else(|| policy::lookup(group, version, resource))
+        .or_else(|| autoscaling::lookup(group, version, resource))
+        .or_else(|| apiserver::lookup(group, version, resource))
 }
 
 static BUILTIN: LazyLock<Mutex<HashMap<String, Option<Arc<Printer>>>>> =
@@ -96,6 +112,9 @@ impl Printer {
                     id: 0,
                     columns,
                     kind,
+                    zero: autoscaling::zero(group, version, resource),
+                    order: apiserver::list_order(group, version, resource),
+                    headers_always: apiserver::headers_on_every_event(group, resource),
                 }))
             })
             .clone()
@@ -136,6 +155,9 @@ impl Printer {
             id,
             columns: columns::encode(&defs),
             kind: Kind::Custom(custom),
+            zero: None,
+            order: None,
+            headers_always: false,
         }
     }
 
@@ -154,10 +176,36 @@ impl Printer {
         matches!(self.kind, Kind::Default)
     }
 
+    /// Whether each Table of a watch carries the column definitions, as
+    /// the kube-aggregator's convertor writes them, rather than the first.
+    pub fn headers_always(&self) -> bool {
+        self.headers_always
+    }
+
+    /// The order a list printer gives a page's rows: its key, then the
+    /// name. `None` keeps the list's order.
+    pub fn list_order(&self) -> Option<OrderFn> {
+        self.order
+    }
+
     /// The row of one object, given as JSON.
     pub fn row(&self, object: &[u8]) -> Row {
         let obj: Value = serde_json::from_slice(object).unwrap_or(Value::Null);
         self.row_of(&obj)
+    }
+
+    /// The row of the kind's empty object (a bookmark's), given as JSON:
+    /// the apiserver prints the internal type's, unconverted.
+    pub fn zero_row(&self, object: &[u8]) -> Row {
+        match self.zero {
+            Some(f) => {
+                let obj: Value = serde_json::from_slice(object).unwrap_or(Value::Null);
+                let mut r = RowBuilder::default();
+                f(&obj, &mut r);
+                r.finish()
+            }
+            None => self.row(object),
+        }
     }
 
     pub fn row_of(&self, obj: &Value) -> Row {
@@ -268,10 +316,9 @@ mod tests {
     #[test]
     fn resources_without_a_port_have_no_printer() {
         assert!(Printer::builtin("", "v1", "nosuchthings").is_none());
-        // printers.go prints these, kubecache does not (yet): upstream does.
-        assert!(
-            Printer::builtin("flowcontrol.apiserver.k8s.io", "v1beta1", "flowschemas").is_none()
-        );
+        // printers.go prints these, but kubecache does not cache them (they
+        // cannot be watched): upstream does.
+        assert!(Printer::builtin("", "v1", "componentstatuses").is_none());
     }
 
     #[test]

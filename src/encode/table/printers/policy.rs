@@ -1,7 +1,8 @@
 //! Ports of printers.go for access, policy and scheduling types: role
-//! bindings, priority and runtime classes, pod disruption budgets,
-//! network policies, controller revisions, pod templates, resource quotas, webhook
-//! configurations and certificate signing requests.
+//! bindings, priority and runtime classes, pod disruption budgets, pod
+//! security policies, network policies, controller revisions, pod
+//! templates, resource quotas, webhook configurations and certificate
+//! signing requests.
 
 use super::cluster::go_lower;
 use super::workloads::{format_label_selector, format_labels};
@@ -17,6 +18,7 @@ pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {
         ("scheduling.k8s.io", "v1" | "v1beta1", "priorityclasses") => priority_class,
         ("node.k8s.io", "v1" | "v1beta1", "runtimeclasses") => runtime_class,
         ("policy", "v1beta1", "poddisruptionbudgets") => pod_disruption_budget,
+        ("policy", "v1beta1", "podsecuritypolicies") => pod_security_policy,
         ("networking.k8s.io", "v1", "networkpolicies") => network_policy,
         ("apps", "v1", "controllerrevisions") => controller_revision,
         ("", "v1", "podtemplates") => pod_template,
@@ -87,6 +89,33 @@ fn pod_disruption_budget(p: &Value, r: &mut RowBuilder) {
         .str(&int_or_string(at(p, &["spec", "maxUnavailable"])))
         .int(int(p, &["status", "disruptionsAllowed"]))
         .since_field(created(p));
+}
+
+/// `printPodSecurityPolicy`: privileged as `%v` writes a bool, the
+/// allowed capabilities and volumes comma-separated, the strategies'
+/// rules, read-only root as a bool cell; no age.
+fn pod_security_policy(p: &Value, r: &mut RowBuilder) {
+    let list = |field: &str| {
+        arr(p, &["spec", field])
+            .iter()
+            .map(|v| v.as_str().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let privileged = if super::flag(p, &["spec", "privileged"]) {
+        "true"
+    } else {
+        "false"
+    };
+    r.str(name(p))
+        .str(privileged)
+        .str(&list("allowedCapabilities"))
+        .str(s(p, &["spec", "seLinux", "rule"]))
+        .str(s(p, &["spec", "runAsUser", "rule"]))
+        .str(s(p, &["spec", "fsGroup", "rule"]))
+        .str(s(p, &["spec", "supplementalGroups", "rule"]))
+        .bool(super::flag(p, &["spec", "readOnlyRootFilesystem"]))
+        .str(&list("volumes"));
 }
 
 /// `printNetworkPolicy`: the pod selector (never nil in Go; an empty one
@@ -317,6 +346,51 @@ mod tests {
             gvr,
             pdb(json!({}), json!({})),
             r#""cells":["p","N/A","N/A",0,"60m"]"#,
+        );
+    }
+
+    #[test]
+    fn pod_security_policies_show_privilege_strategies_and_volumes() {
+        let gvr = ("policy", "v1beta1", "podsecuritypolicies");
+        let psp = |name: &str, spec: Value| json!({"metadata": meta(name), "spec": spec});
+        check(
+            gvr,
+            psp(
+                "kcprint-restricted",
+                json!({"privileged": false, "seLinux": {"rule": "RunAsAny"}, "runAsUser": {"rule": "MustRunAsNonRoot"},
+                "supplementalGroups": {"rule": "RunAsAny"}, "fsGroup": {"rule": "MustRunAs", "ranges": [{"min": 1, "max": 65535}]},
+                "readOnlyRootFilesystem": true, "volumes": ["configMap", "secret", "emptyDir"],
+                "allowedCapabilities": ["NET_ADMIN", "SYS_TIME"], "allowPrivilegeEscalation": true}),
+            ),
+            r#""cells":["kcprint-restricted","false","NET_ADMIN,SYS_TIME","RunAsAny","MustRunAsNonRoot","MustRunAs","RunAsAny",true,"configMap,secret,emptyDir"]"#,
+        );
+        check(
+            gvr,
+            psp(
+                "kcprint-priv",
+                json!({"privileged": true, "seLinux": {"rule": "RunAsAny"}, "runAsUser": {"rule": "RunAsAny"},
+                "supplementalGroups": {"rule": "MayRunAs", "ranges": [{"min": 1, "max": 2}]}, "fsGroup": {"rule": "RunAsAny"},
+                "volumes": ["*"], "allowPrivilegeEscalation": true}),
+            ),
+            r#""cells":["kcprint-priv","true","","RunAsAny","RunAsAny","RunAsAny","MayRunAs",false,"*"]"#,
+        );
+        check(
+            gvr,
+            psp(
+                "kcprint-min",
+                json!({"seLinux": {"rule": "MustRunAs"}, "runAsUser": {"rule": "MustRunAs", "ranges": [{"min": 1, "max": 2}]},
+                "supplementalGroups": {"rule": "RunAsAny"}, "fsGroup": {"rule": "MayRunAs", "ranges": [{"min": 1, "max": 2}]},
+                "allowPrivilegeEscalation": true}),
+            ),
+            r#""cells":["kcprint-min","false","","MustRunAs","MustRunAs","MayRunAs","RunAsAny",false,""]"#,
+        );
+        // The empty object of a bookmark.
+        check(
+            gvr,
+            json!({"metadata": {"resourceVersion": "110", "creationTimestamp": null},
+                "spec": {"seLinux": {"rule": ""}, "runAsUser": {"rule": ""}, "supplementalGroups": {}, "fsGroup": {},
+                "allowPrivilegeEscalation": false}}),
+            r#""cells":["","false","","","","","",false,""]"#,
         );
     }
 
