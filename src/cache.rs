@@ -5,6 +5,7 @@
 use crate::encode::table::Printer;
 use crate::reflector::{self, ReflectorConfig, ReflectorStats};
 use crate::resource::{GroupVersionResource, ResourceType};
+use crate::serve::bodies::{BodyCache, Budget};
 use crate::store::{HistoryLimits, ListStyle, Store, TypeCodec};
 use crate::upstream::discovery::Discovery;
 use crate::upstream::Upstream;
@@ -25,6 +26,8 @@ pub struct TypeCache {
     builtin_printer: std::sync::OnceLock<Option<Arc<Printer>>>,
     /// A custom resource's Table printer, kept while its CRD is unchanged.
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
+    /// Finished list bodies of the newest snapshot.
+    pub bodies: BodyCache,
 }
 
 impl AsRef<Store> for TypeCache {
@@ -34,7 +37,7 @@ impl AsRef<Store> for TypeCache {
 }
 
 impl TypeCache {
-    pub fn new(rt: ResourceType, limits: HistoryLimits) -> Self {
+    pub fn new(rt: ResourceType, limits: HistoryLimits, budget: Arc<Budget>) -> Self {
         let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
         TypeCache {
             rt,
@@ -44,6 +47,7 @@ impl TypeCache {
             stats: ReflectorStats::default(),
             builtin_printer: Default::default(),
             custom_printer: Default::default(),
+            bodies: BodyCache::new(budget),
         }
     }
 
@@ -83,6 +87,8 @@ pub struct Cache {
     types: DashMap<GroupVersionResource, Arc<TypeCache>>,
     limits: HistoryLimits,
     reflector: ReflectorConfig,
+    /// What all types' kept bodies may take.
+    body_budget: Arc<Budget>,
 }
 
 /// Discovery is refreshed on a miss at most this often.
@@ -102,7 +108,13 @@ impl Cache {
             types: DashMap::new(),
             limits,
             reflector,
+            body_budget: Arc::default(),
         })
+    }
+
+    /// The budget of the bodies kept for repeated lists.
+    pub fn body_budget(&self) -> &Budget {
+        &self.body_budget
     }
 
     pub fn upstream(&self) -> &Arc<Upstream> {
@@ -152,7 +164,11 @@ impl Cache {
             return tc.clone();
         }
         let entry = self.types.entry(rt.gvr.clone()).or_insert_with(|| {
-            let tc = Arc::new(TypeCache::new(rt.clone(), self.limits));
+            let tc = Arc::new(TypeCache::new(
+                rt.clone(),
+                self.limits,
+                self.body_budget.clone(),
+            ));
             tracing::info!(resource = %rt.gvr, "starting reflector");
             tokio::spawn(reflector::run(
                 self.upstream.clone(),

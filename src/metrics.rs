@@ -99,6 +99,23 @@ pub fn forwarded(reason: &'static str) {
     counter!("kubecache_forwarded_requests_total", "reason" => reason).increment(1);
 }
 
+/// Whether a whole-list body was kept from an earlier request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyOutcome {
+    Kept,
+    Made,
+}
+
+/// A whole-list body served, kept or made, and what kept bodies take.
+pub fn list_body(outcome: BodyOutcome, kept_bytes: usize) {
+    let outcome = match outcome {
+        BodyOutcome::Kept => "kept",
+        BodyOutcome::Made => "made",
+    };
+    counter!("kubecache_list_bodies_total", "outcome" => outcome).increment(1);
+    gauge!("kubecache_list_bodies_kept_bytes").set(kept_bytes as f64);
+}
+
 pub fn watch_event(resource: &str, kind: EventType) {
     counter!(
         "apiserver_watch_cache_events_received_total",

@@ -23,7 +23,7 @@
 //! apart from dropping the trailing newline ([`Layout::Unindented`]).
 
 /// How a body is laid out for a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Layout {
     /// Compact, as the cache holds it.
     #[default]

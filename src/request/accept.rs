@@ -165,7 +165,7 @@ impl Media {
 }
 
 /// The `meta.k8s.io` version a conversion names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MetaVersion {
     V1,
     V1beta1,

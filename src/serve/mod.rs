@@ -1,6 +1,7 @@
 //! kubecache's HTTP front: accepting connections, dispatching each request
 //! to the cache, the local endpoints or the upstream, and draining on shutdown.
 
+pub mod bodies;
 pub mod compress;
 pub mod health;
 pub mod passthrough;
@@ -50,19 +51,14 @@ pub fn json_response(status: StatusCode, body: Body) -> Response<Body> {
     r
 }
 
-/// A large body gzipped, off the async workers (tens of milliseconds for a
-/// big list).
-async fn gzip_response(b: Bytes) -> Response<Body> {
-    let z = match tokio::task::spawn_blocking(move || compress::gzip(&b)).await {
-        Ok(z) => z,
-        Err(e) => {
-            return status_response(&Status::internal(format!("compressing the response: {e}")))
-        }
-    };
-    let mut r = json_response(StatusCode::OK, full_body(z));
-    let h = r.headers_mut();
-    h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-    h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+/// A finished body with the headers the apiserver sends with it.
+fn body_response(f: bodies::Finished) -> Response<Body> {
+    let mut r = json_response(StatusCode::OK, full_body(f.bytes));
+    if f.gzipped {
+        let h = r.headers_mut();
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
     r
 }
 
@@ -100,18 +96,6 @@ pub fn negotiated_error(
     }
 }
 
-/// A body laid out for the request; big ones off the async workers.
-async fn lay_out(layout: Layout, b: Bytes) -> Result<Bytes, Status> {
-    match layout {
-        Layout::Indented { .. } if b.len() > compress::THRESHOLD => {
-            tokio::task::spawn_blocking(move || layout.apply(b))
-                .await
-                .map_err(|e| Status::internal(format!("indenting the response: {e}")))
-        }
-        _ => Ok(layout.apply(b)),
-    }
-}
-
 fn status_body_response(s: &Status, body: Bytes) -> Response<Body> {
     let mut r = json_response(
         StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -143,31 +127,30 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
     let resource = rp.map(|p| p.resource).unwrap_or_default();
     let pretty = route::pretty_print(req.uri().query(), req.headers());
     match decision {
-        Decision::Cache { tc, read, layout } => match read::execute(&tc, read).await {
-            read::Outcome::Body(b) => {
-                let b = match lay_out(layout, b).await {
-                    Ok(b) => b,
-                    Err(s) => return status_response(&s),
-                };
-                metrics::request(verb, &resource, 200, ServedBy::Cache);
-                if b.len() > compress::THRESHOLD && compress::accepts_gzip(req.headers()) {
-                    return gzip_response(b).await;
+        Decision::Cache { tc, read, layout } => {
+            let out = bodies::Output {
+                layout,
+                gzip: compress::accepts_gzip(req.headers()),
+            };
+            match read::execute(&tc, read, out).await {
+                read::Outcome::Body(f) => {
+                    metrics::request(verb, &resource, 200, ServedBy::Cache);
+                    body_response(f)
                 }
-                json_response(StatusCode::OK, full_body(b))
+                read::Outcome::Stream(r) => {
+                    metrics::request(verb, &resource, r.status().as_u16(), ServedBy::Cache);
+                    r
+                }
+                read::Outcome::Error(s) => {
+                    metrics::request(verb, &resource, s.code, ServedBy::Cache);
+                    error_response(&s, req.headers(), pretty)
+                }
+                read::Outcome::Forward(reason) => {
+                    metrics::forwarded(reason.as_str());
+                    forward(&state, req, verb, &resource).await
+                }
             }
-            read::Outcome::Stream(r) => {
-                metrics::request(verb, &resource, r.status().as_u16(), ServedBy::Cache);
-                r
-            }
-            read::Outcome::Error(s) => {
-                metrics::request(verb, &resource, s.code, ServedBy::Cache);
-                error_response(&s, req.headers(), pretty)
-            }
-            read::Outcome::Forward(reason) => {
-                metrics::forwarded(reason.as_str());
-                forward(&state, req, verb, &resource).await
-            }
-        },
+        }
         Decision::Reject(s) => {
             metrics::request(verb, &resource, s.code, ServedBy::Cache);
             error_response(&s, req.headers(), pretty)

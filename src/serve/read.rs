@@ -1,9 +1,11 @@
 //! Executing a read the router decided to serve from the cache.
 
+use super::bodies::{BodyKey, Finished, Output, ReprKey};
 use super::route::{ForwardReason, Read};
 use super::watch::{self, Interference};
 use crate::cache::TypeCache;
 use crate::encode::json::ListMeta;
+use crate::encode::Repr;
 use crate::request::{ContinueToken, ReadMode};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
@@ -18,7 +20,7 @@ use std::time::Duration;
 pub const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
 
 pub enum Outcome {
-    Body(Bytes),
+    Body(Finished),
     /// A watch: the response streams on its own.
     Stream(Response<Body>),
     Error(Status),
@@ -32,7 +34,15 @@ async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, Status> {
     }
 }
 
-pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
+/// The body finished for `out`, or the error finishing it.
+async fn finish(body: Bytes, out: Output) -> Outcome {
+    match Finished::make(body, out).await {
+        Ok(f) => Outcome::Body(f),
+        Err(s) => Outcome::Error(s),
+    }
+}
+
+pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
     let codec = tc.codec();
     match read {
         Read::Watch {
@@ -68,7 +78,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
                 _ => tc.store.current(),
             };
             match snap.items.get(key.as_str()) {
-                Some(e) => Outcome::Body(repr.body(&codec, e)),
+                Some(e) => finish(repr.body(&codec, e), out).await,
                 None => Outcome::Error(Status::not_found(
                     &tc.rt.gvr.group,
                     &tc.rt.gvr.resource,
@@ -103,16 +113,41 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read) -> Outcome {
                     (s, Some(start), true)
                 }
             };
-            let req = PageRequest {
-                prefix: &prefix,
-                start: start.as_deref(),
-                limit: if paged { limit } else { 0 },
-                labels: &labels,
-                fields: &fields,
+            let limit = if paged { limit } else { 0 };
+            // Assembled before anything awaits: a Table's spec is not `Sync`.
+            let make = || {
+                let req = PageRequest {
+                    prefix: &prefix,
+                    start: start.as_deref(),
+                    limit,
+                    labels: &labels,
+                    fields: &fields,
+                };
+                let page = read_page(&snap.items, &req);
+                let meta = ListMeta::of_page(snap.rv, &page);
+                Finished::make(repr.list(&codec, &meta, &page.items), out)
             };
-            let page = read_page(&snap.items, &req);
-            let meta = ListMeta::of_page(snap.rv, &page);
-            Outcome::Body(repr.list(&codec, &meta, &page.items))
+            // Whole lists of the newest snapshot are what many clients ask
+            // for alike: kept until the next event.
+            let whole = start.is_none() && limit == 0 && labels.is_empty() && fields.is_empty();
+            let result = if whole && snap.rv == tc.store.rv() {
+                let key = BodyKey {
+                    prefix: prefix.clone(),
+                    repr: ReprKey::of(&repr),
+                    out,
+                };
+                let second = match repr {
+                    Repr::Table(_) => crate::encode::table::time::now() / 1_000_000_000,
+                    _ => 0,
+                };
+                tc.bodies.get_or_make(snap.rv, key, second, make).await
+            } else {
+                make().await
+            };
+            match result {
+                Ok(f) => Outcome::Body(f),
+                Err(s) => Outcome::Error(s),
+            }
         }
     }
 }

@@ -23,7 +23,7 @@ use time::Nanos;
 pub use printers::Printer;
 
 /// `includeObject`: what each row carries besides its cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Include {
     None,
     /// The default: the object's PartialObjectMetadata.
@@ -222,7 +222,6 @@ pub fn go_float(f: f64) -> String {
 }
 
 /// A Table request: its version, what rows carry, and the printer.
-#[derive(Clone)]
 pub struct TableSpec {
     pub version: MetaVersion,
     pub include: Include,
@@ -230,7 +229,7 @@ pub struct TableSpec {
     /// A watch's first Table carries the column definitions, later ones
     /// do not (the apiserver sets `noHeaders` after its first event),
     /// unless the printer ignores that.
-    headers_sent: std::cell::Cell<bool>,
+    headers_sent: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for TableSpec {
@@ -242,14 +241,32 @@ impl std::fmt::Debug for TableSpec {
     }
 }
 
+impl Clone for TableSpec {
+    fn clone(&self) -> Self {
+        TableSpec {
+            version: self.version,
+            include: self.include,
+            printer: self.printer.clone(),
+            headers_sent: std::sync::atomic::AtomicBool::new(
+                self.headers_sent.load(std::sync::atomic::Ordering::Relaxed),
+            ),
+        }
+    }
+}
+
 impl TableSpec {
     pub fn new(version: MetaVersion, include: Include, printer: Arc<Printer>) -> Self {
         TableSpec {
             version,
             include,
             printer,
-            headers_sent: std::cell::Cell::new(false),
+            headers_sent: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// What printed the rows (rows of another printer differ).
+    pub fn printer_id(&self) -> u64 {
+        self.printer.id()
     }
 
     /// The row of an entry: printed once per printer. The first printer's
@@ -386,7 +403,11 @@ impl TableSpec {
         object: impl FnOnce(&mut BytesMut),
         watch: bool,
     ) -> Bytes {
-        let headers = !watch || self.printer.headers_always() || !self.headers_sent.replace(true);
+        let headers = !watch
+            || self.printer.headers_always()
+            || !self
+                .headers_sent
+                .swap(true, std::sync::atomic::Ordering::Relaxed);
         let mut b = BytesMut::with_capacity(4096);
         self.put_head(&mut b, meta, headers);
         b.put_u8(b'[');

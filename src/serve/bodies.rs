@@ -1,0 +1,405 @@
+//! Finished list bodies — laid out and compressed as asked — kept per type
+//! for the resourceVersion they were made at, so that the many clients
+//! listing the same thing between two events share one assembly, one
+//! indentation and one compression. An event (a newer snapshot) drops them.
+//!
+//! Only whole lists of the type's newest snapshot are kept (RV=0 and
+//! stale-served consistent lists, without selectors): those are the big,
+//! repeated reads. Concurrent misses for one body wait for the first to make
+//! it. All types share one byte budget; a body that does not fit is served
+//! and not kept.
+
+use super::compress;
+use crate::encode::pretty::Layout;
+use crate::encode::table::Include;
+use crate::encode::Repr;
+use crate::metrics;
+use crate::request::accept::MetaVersion;
+use crate::status::Status;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::OnceCell;
+
+/// What a body is finished into besides its representation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Output {
+    pub layout: Layout,
+    /// The client accepts gzip (bodies over the threshold are compressed).
+    pub gzip: bool,
+}
+
+/// A response body as it goes out.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub bytes: Bytes,
+    pub gzipped: bool,
+}
+
+impl Finished {
+    /// `body` laid out and compressed as `out` asks; the heavy work (a big
+    /// body to indent or compress) off the async workers.
+    pub async fn make(body: Bytes, out: Output) -> Result<Finished, Status> {
+        let heavy = body.len() > compress::THRESHOLD
+            && (out.gzip || matches!(out.layout, Layout::Indented { .. }));
+        let work = move || {
+            let b = out.layout.apply(body);
+            if out.gzip && b.len() > compress::THRESHOLD {
+                Finished {
+                    bytes: compress::gzip(&b),
+                    gzipped: true,
+                }
+            } else {
+                Finished {
+                    bytes: b,
+                    gzipped: false,
+                }
+            }
+        };
+        if !heavy {
+            return Ok(work());
+        }
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| Status::internal(format!("finishing the response: {e}")))
+    }
+}
+
+/// A list body's identity within one snapshot of one type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BodyKey {
+    /// `ns/` or "" (all namespaces).
+    pub prefix: String,
+    pub repr: ReprKey,
+    pub out: Output,
+}
+
+/// The parts of a representation a body depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReprKey {
+    Json,
+    Metadata(MetaVersion),
+    /// A Table also depends on the printer and, through its ages, on the
+    /// second it is made in (see [`BodyCache::get_or_make`]).
+    Table {
+        version: MetaVersion,
+        include: Include,
+        printer: u64,
+    },
+}
+
+impl ReprKey {
+    pub fn of(repr: &Repr) -> ReprKey {
+        match repr {
+            Repr::Json => ReprKey::Json,
+            Repr::Metadata(v) => ReprKey::Metadata(*v),
+            Repr::Table(t) => ReprKey::Table {
+                version: t.version,
+                include: t.include,
+                printer: t.printer_id(),
+            },
+        }
+    }
+}
+
+/// The bytes all types' kept bodies may take together.
+#[derive(Debug)]
+pub struct Budget {
+    limit: AtomicUsize,
+    used: AtomicUsize,
+}
+
+/// 256 MiB: room for the indented and gzipped forms of a 10,000-pod list.
+pub const DEFAULT_BUDGET: usize = 256 << 20;
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            limit: AtomicUsize::new(DEFAULT_BUDGET),
+            used: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Budget {
+    pub fn set_limit(&self, bytes: usize) {
+        self.limit.store(bytes, Ordering::Relaxed);
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn take(&self, n: usize) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                (u + n <= limit).then_some(u + n)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+}
+
+struct Kept {
+    /// The second a Table's ages were computed in; 0 for other bodies.
+    second: i64,
+    body: Arc<OnceCell<Finished>>,
+    /// What it holds of the budget once made.
+    charged: usize,
+}
+
+struct Inner {
+    rv: u64,
+    bodies: HashMap<BodyKey, Kept>,
+}
+
+/// One type's kept bodies.
+pub struct BodyCache {
+    budget: Arc<Budget>,
+    inner: Mutex<Inner>,
+}
+
+impl BodyCache {
+    pub fn new(budget: Arc<Budget>) -> Self {
+        BodyCache {
+            budget,
+            inner: Mutex::new(Inner {
+                rv: 0,
+                bodies: HashMap::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn drop_all(&self, inner: &mut Inner) {
+        let freed: usize = inner.bodies.drain().map(|(_, k)| k.charged).sum();
+        self.budget.give_back(freed);
+    }
+
+    /// The body for `key` at snapshot `rv` (made in `second`, for Tables),
+    /// made by `make` unless kept.
+    pub async fn get_or_make<F, Fut>(
+        &self,
+        rv: u64,
+        key: BodyKey,
+        second: i64,
+        make: F,
+    ) -> Result<Finished, Status>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Finished, Status>>,
+    {
+        let cell = {
+            let mut inner = self.lock();
+            if rv < inner.rv {
+                // An older snapshot than the kept ones: not worth keeping.
+                None
+            } else {
+                Some(self.cell(&mut inner, rv, &key, second))
+            }
+        };
+        let Some(cell) = cell else {
+            return make().await;
+        };
+        let mut made = false;
+        let body = cell
+            .get_or_try_init(|| {
+                made = true;
+                make()
+            })
+            .await?
+            .clone();
+        if made {
+            self.charge(rv, &key, &cell, body.bytes.len());
+        }
+        let outcome = if made {
+            metrics::BodyOutcome::Made
+        } else {
+            metrics::BodyOutcome::Kept
+        };
+        metrics::list_body(outcome, self.budget.used());
+        Ok(body)
+    }
+
+    /// The cell for `key` at `rv`, dropping what older versions (or, for a
+    /// Table, another second) kept.
+    fn cell(
+        &self,
+        inner: &mut Inner,
+        rv: u64,
+        key: &BodyKey,
+        second: i64,
+    ) -> Arc<OnceCell<Finished>> {
+        {
+            if rv > inner.rv {
+                self.drop_all(inner);
+                inner.rv = rv;
+            }
+            let stale = inner.bodies.get(key).is_some_and(|k| k.second != second);
+            if stale {
+                if let Some(old) = inner.bodies.remove(key) {
+                    self.budget.give_back(old.charged);
+                }
+            }
+            inner
+                .bodies
+                .entry(key.clone())
+                .or_insert_with(|| Kept {
+                    second,
+                    body: Arc::default(),
+                    charged: 0,
+                })
+                .body
+                .clone()
+        }
+    }
+
+    /// Accounts a body just made, or lets it go when the budget is spent
+    /// or the snapshot moved on meanwhile.
+    fn charge(&self, rv: u64, key: &BodyKey, cell: &Arc<OnceCell<Finished>>, n: usize) {
+        let mut inner = self.lock();
+        let ours = inner.rv == rv
+            && inner
+                .bodies
+                .get(key)
+                .is_some_and(|k| Arc::ptr_eq(&k.body, cell));
+        if !ours {
+            return;
+        }
+        if self.budget.take(n) {
+            if let Some(k) = inner.bodies.get_mut(key) {
+                k.charged = n;
+            }
+        } else {
+            inner.bodies.remove(key);
+        }
+    }
+}
+
+impl Drop for BodyCache {
+    fn drop(&mut self) {
+        let mut inner = std::mem::replace(
+            &mut *self.lock(),
+            Inner {
+                rv: 0,
+                bodies: HashMap::new(),
+            },
+        );
+        self.drop_all(&mut inner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(prefix: &str) -> BodyKey {
+        BodyKey {
+            prefix: prefix.into(),
+            repr: ReprKey::Json,
+            out: Output::default(),
+        }
+    }
+
+    fn body(s: &'static str) -> Result<Finished, Status> {
+        Ok(Finished {
+            bytes: Bytes::from_static(s.as_bytes()),
+            gzipped: false,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_body_is_made_once_per_snapshot_and_dropped_by_a_newer_one() {
+        let budget = Arc::new(Budget::default());
+        let c = BodyCache::new(budget.clone());
+        let made = std::sync::atomic::AtomicUsize::new(0);
+        let get = |rv, s: &'static str| {
+            let made = &made;
+            let c = &c;
+            async move {
+                c.get_or_make(rv, key(""), 0, || async {
+                    made.fetch_add(1, Ordering::SeqCst);
+                    body(s)
+                })
+                .await
+                .unwrap()
+                .bytes
+            }
+        };
+        assert_eq!(get(5, "a").await, "a");
+        assert_eq!(get(5, "b").await, "a", "kept for the same version");
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        assert_eq!(budget.used(), 1);
+        assert_eq!(get(6, "c").await, "c", "a newer version drops it");
+        assert_eq!(get(5, "d").await, "d", "an older version is made, not kept");
+        assert_eq!(get(6, "e").await, "c");
+        assert_eq!(budget.used(), 1);
+        drop(c);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[tokio::test]
+    async fn tables_are_remade_in_a_new_second() {
+        let c = BodyCache::new(Arc::default());
+        let t = |second, s| c.get_or_make(1, key(""), second, move || async move { body(s) });
+        assert_eq!(t(100, "x").await.unwrap().bytes, "x");
+        assert_eq!(t(100, "y").await.unwrap().bytes, "x");
+        assert_eq!(t(101, "z").await.unwrap().bytes, "z");
+    }
+
+    #[tokio::test]
+    async fn bodies_over_the_budget_are_served_and_not_kept() {
+        let budget = Arc::new(Budget::default());
+        budget.set_limit(3);
+        let c = BodyCache::new(budget.clone());
+        let get = |k: &'static str, s| c.get_or_make(1, key(k), 0, move || async move { body(s) });
+        assert_eq!(get("a/", "12").await.unwrap().bytes, "12");
+        assert_eq!(get("b/", "3456").await.unwrap().bytes, "3456");
+        assert_eq!(get("b/", "78").await.unwrap().bytes, "78", "not kept");
+        assert_eq!(get("a/", "xx").await.unwrap().bytes, "12", "kept");
+        assert_eq!(budget.used(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_failed_make_is_not_kept() {
+        let c = BodyCache::new(Arc::default());
+        let r = c
+            .get_or_make(1, key(""), 0, || async { Err(Status::internal("no")) })
+            .await;
+        assert!(r.is_err());
+        let r = c.get_or_make(1, key(""), 0, || async { body("ok") }).await;
+        assert_eq!(r.unwrap().bytes, "ok");
+    }
+
+    #[tokio::test]
+    async fn concurrent_misses_share_one_making() {
+        let c = Arc::new(BodyCache::new(Arc::default()));
+        let made = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let (c, made) = (c.clone(), made.clone());
+            tasks.push(tokio::spawn(async move {
+                c.get_or_make(1, key(""), 0, || async move {
+                    made.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    body("once")
+                })
+                .await
+                .unwrap()
+                .bytes
+            }));
+        }
+        for t in tasks {
+            assert_eq!(t.await.unwrap(), "once");
+        }
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,134 @@
+//! Whole-list bodies kept between events (src/serve/bodies.rs): every
+//! representation served twice is the same body (Tables but for their
+//! ages), kept once made, and an event upstream is never hidden by a kept
+//! body.
+
+mod common;
+
+use common::*;
+use flate2::read::GzDecoder;
+use http::Method;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use std::io::Read;
+use std::time::Duration;
+
+const TABLE: &str = "application/json;as=Table;g=meta.k8s.io;v=v1";
+const META: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+/// (headers, how to find pod names in the body).
+fn variants() -> Vec<(Vec<(&'static str, &'static str)>, &'static str)> {
+    vec![
+        (vec![("accept", "application/json")], "items"),
+        (
+            vec![("accept", "application/json"), ("accept-encoding", "gzip")],
+            "items",
+        ),
+        (vec![("user-agent", "curl/8.5.0")], "items"),
+        (
+            vec![("user-agent", "curl/8.5.0"), ("accept-encoding", "gzip")],
+            "items",
+        ),
+        (vec![("accept", TABLE)], "rows"),
+        (vec![("accept", TABLE), ("accept-encoding", "gzip")], "rows"),
+        (vec![("accept", META)], "items"),
+    ]
+}
+
+/// The list's body as JSON, gunzipped if it came compressed.
+async fn list(url: &str, headers: &[(&str, &str)]) -> (Vec<u8>, Value) {
+    let resp = request_with(url, headers).await;
+    assert_eq!(resp.status(), 200);
+    let gz = resp.headers().get("content-encoding").is_some();
+    let raw = resp
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    let plain = if gz {
+        let mut out = Vec::new();
+        GzDecoder::new(&raw[..]).read_to_end(&mut out).unwrap();
+        out
+    } else {
+        raw.clone()
+    };
+    (raw, serde_json::from_slice(&plain).unwrap())
+}
+
+fn names(v: &Value, field: &str) -> Vec<String> {
+    v[field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let m = if field == "rows" {
+                &i["object"]["metadata"]
+            } else {
+                &i["metadata"]
+            };
+            m["name"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_bodies_are_reused_until_an_event_and_never_hide_it() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // Enough pods that every form is over the gzip threshold.
+        let sim = SimBuilder::new().pods(300).start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        let url = format!("{}/api/v1/pods?resourceVersion=0", p.url);
+        let mut before = Vec::new();
+        for (headers, field) in variants() {
+            let (a, va) = list(&url, &headers).await;
+            let (b, _) = list(&url, &headers).await;
+            // A Table's ages move on with the clock.
+            if field != "rows" {
+                assert_eq!(a, b, "{headers:?}: the same body twice");
+            }
+            assert_eq!(names(&va, field).len(), 300, "{headers:?}");
+            before.push(va);
+        }
+        assert!(p.cache.body_budget().used() > 0, "bodies were kept");
+
+        // One pod goes away upstream; once the cache has the event, no
+        // representation still shows it.
+        let gone = names(&before[0], "items")[0].clone();
+        let ns = before[0]["items"][0]["metadata"]["namespace"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let r = send(
+            Method::DELETE,
+            &format!("{}/api/v1/namespaces/{ns}/pods/{gone}", sim.url),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        loop {
+            let (_, v) = list(&url, &[("accept", "application/json")]).await;
+            if !names(&v, "items").contains(&gone) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for ((headers, field), old) in variants().into_iter().zip(&before) {
+            let (_, v) = list(&url, &headers).await;
+            let now = names(&v, field);
+            assert_eq!(now.len(), 299, "{headers:?}");
+            assert!(
+                !now.contains(&gone),
+                "{headers:?} still shows the deleted pod"
+            );
+            assert_ne!(
+                v["metadata"]["resourceVersion"],
+                old["metadata"]["resourceVersion"]
+            );
+        }
+    })
+    .await
+    .expect("timed out");
+}
