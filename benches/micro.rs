@@ -1,12 +1,17 @@
 //! Micro-benchmarks of the hot paths, on realistic simulator pods:
 //! assembling a list body from cached bytes, paging, selector matching,
-//! decoding an upstream event into a store entry, continue tokens.
+//! decoding an upstream event into a store entry, gzip at three levels,
+//! the pretty layout, Table rows and Table lists, continue tokens.
 //! `cargo bench --bench micro`; figures are recorded in the README.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use kubecache::encode::json::{self, ListMeta};
+use kubecache::encode::pretty;
+use kubecache::encode::table::{Include, Printer, TableSpec};
+use kubecache::request::accept::MetaVersion;
 use kubecache::request::ContinueToken;
 use kubecache::selector::{FieldSelector, LabelSelector};
+use kubecache::serve::compress;
 use kubecache::sim::{Sim, SimOptions};
 use kubecache::store::page::{read_page, PageRequest};
 
@@ -103,6 +108,50 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(event.len() as u64));
     g.bench_function("one pod from a watch event into an entry", |b| {
         b.iter(|| black_box(pods.codec.from_object(&event).unwrap()))
+    });
+    g.finish();
+
+    let body = json::list(&pods.codec, &ListMeta::of_page(snap.rv, &page), &page.items);
+    let mut g = c.benchmark_group("gzip");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.sample_size(10);
+    for level in [1, 2, 4] {
+        let z = compress::gzip_at(&body, flate2::Compression::new(level));
+        eprintln!(
+            "gzip level {level}: {} of {} bytes ({:.1}%)",
+            z.len(),
+            body.len(),
+            100.0 * z.len() as f64 / body.len() as f64
+        );
+        g.bench_function(format!("10k-pod list, level {level}"), |b| {
+            b.iter(|| black_box(compress::gzip_at(&body, flate2::Compression::new(level))))
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("pretty");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.sample_size(10);
+    g.bench_function("indent the 10k-pod list as json-iterator does", |b| {
+        b.iter(|| black_box(pretty::indent(&body, false)))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("table");
+    g.throughput(Throughput::Elements(PODS as u64));
+    g.sample_size(10);
+    let printer = Printer::builtin("", "v1", "pods").unwrap();
+    g.bench_function("print 10k pod rows (first use)", |b| {
+        b.iter(|| {
+            for e in &page.items {
+                black_box(printer.row(&e.item));
+            }
+        })
+    });
+    let spec = TableSpec::new(MetaVersion::V1, Include::Metadata, printer.clone());
+    let meta = ListMeta::of_page(snap.rv, &page);
+    g.bench_function("10k-pod Table list from cached rows", |b| {
+        b.iter(|| black_box(spec.list(&pods.codec, &meta, &page.items)))
     });
     g.finish();
 

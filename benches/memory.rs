@@ -1,0 +1,128 @@
+//! Memory: kubecache's resident set after caching 100,000 simulator pods,
+//! against the raw JSON bytes of those pods. kubecache and the simulator
+//! run as their own processes; the pods' cache is started with a list that
+//! matches nothing (so no list body is kept) and read off
+//! `kubecache_cache_objects`.
+//!
+//! `cargo bench --bench memory` (`BENCH_PODS` pods, default 100,000).
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::*;
+
+fn main() {
+    let pods: usize = std::env::var("BENCH_PODS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sim_port = free_port();
+    let sim = Command::new(env!("CARGO_BIN_EXE_kubecache"))
+        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}")])
+        .args([
+            "--pods",
+            &pods.to_string(),
+            "--namespaces",
+            "100",
+            "--configmaps",
+            "0",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starting the simulator");
+    let _sim = KillOnDrop(sim);
+    let sim_url = format!("http://127.0.0.1:{sim_port}");
+    rt.block_on(async {
+        let c = client();
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while get_json(&c, &format!("{sim_url}/version")).await.is_null() {
+            assert!(Instant::now() < deadline, "the simulator never answered");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    // The raw bytes: the list as the upstream sends it (its wrapper is noise).
+    let raw = {
+        let path = std::env::temp_dir().join(format!("kubecache-memory-{sim_port}.json"));
+        let (code, size, _) = curl(
+            &format!("{sim_url}/api/v1/pods"),
+            &["User-Agent: kubecache-bench"],
+            Some(&path),
+        );
+        assert_eq!(code, 200);
+        // Generated names can collide at this scale: count what the
+        // simulator holds (each list item starts with its metadata).
+        let body = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let items = body.windows(13).filter(|w| w == b"{\"metadata\":{").count();
+        (size, items)
+    };
+    let (raw, pods) = raw;
+
+    let kc = Kubecache::start(&sim_url, "forward");
+    let base = rt.block_on(async {
+        let c = client();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while get_json(&c, &format!("{}/version", kc.url)).await.is_null() {
+            assert!(Instant::now() < deadline, "kubecache never answered");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        rss(kc.pid()).unwrap_or(0)
+    });
+    let started = Instant::now();
+    rt.block_on(async {
+        let c = client();
+        let nothing = format!(
+            "{}/api/v1/pods?resourceVersion=0&labelSelector=kubecache-bench%3Dnone",
+            kc.url
+        );
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            get_json(&c, &nothing).await;
+            let n = metric(&kc.url, "kubecache_cache_objects{resource=\"v1/pods\"}").await;
+            if n as usize >= pods {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kubecache never cached the pods ({n})"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    let synced = started.elapsed();
+    std::thread::sleep(Duration::from_secs(2));
+    let after = rss(kc.pid()).unwrap_or(0);
+    let cached = rt.block_on(metric(
+        &kc.url,
+        "kubecache_cache_bytes{resource=\"v1/pods\"}",
+    ));
+    println!(
+        "\n{pods} simulator pods: raw JSON {} (the upstream's list body)",
+        mb(raw)
+    );
+    println!(
+        "kubecache RSS: {} before, {} after caching them (synced in {synced:.1?})",
+        mb(base),
+        mb(after)
+    );
+    println!(
+        "RSS ÷ raw JSON: {:.2} (growth alone: {:.2}); the cache's own count of its bytes: {}",
+        after as f64 / raw as f64,
+        after.saturating_sub(base) as f64 / raw as f64,
+        mb(cached as u64)
+    );
+}
+
+/// The simulator goes when the benchmark does, panics included.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
