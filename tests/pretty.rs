@@ -9,7 +9,6 @@ mod common;
 
 use common::*;
 use http::{HeaderMap, HeaderValue, Method};
-use http_body_util::BodyExt;
 use kubecache::serve::route::{decide, ConsistentReads, Decision};
 use serde_json::json;
 use std::time::Duration;
@@ -18,19 +17,6 @@ const CURL: &str = "curl/8.5.0";
 const TABLE: &str = "application/json;as=Table;g=meta.k8s.io;v=v1";
 const META: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 const META_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-
-/// (status, content type, body) of a GET with these headers.
-async fn answer(url: &str, headers: &[(&str, &str)]) -> (u16, String, Vec<u8>) {
-    let resp = request_with(url, headers).await;
-    let status = resp.status().as_u16();
-    let ct = resp
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let body = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, ct, body.to_vec())
-}
 
 /// The same bytes directly and through kubecache, which answered from its
 /// cache; returns the body.
@@ -54,8 +40,8 @@ async fn same(up: &str, p: &Proxy, path: &str, headers: &[(&str, &str)]) -> Stri
         Decision::Cache { .. } | Decision::Reject(_) => {}
         Decision::Forward(r) => panic!("{path} {headers:?} forwarded ({})", r.as_str()),
     }
-    let a = answer(&format!("{up}{path}"), headers).await;
-    let b = answer(&format!("{}{path}", p.url), headers).await;
+    let a = fetch_with(&format!("{up}{path}"), headers).await;
+    let b = fetch_with(&format!("{}{path}", p.url), headers).await;
     let (sa, sb) = (
         String::from_utf8_lossy(&a.2).into_owned(),
         String::from_utf8_lossy(&b.2).into_owned(),

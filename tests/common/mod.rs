@@ -498,7 +498,13 @@ pub async fn request_with(
 
 /// A GET with an Accept header: (status, content-type, body).
 pub async fn fetch(url: &str, accept: &str) -> (u16, String, String) {
-    let resp = request(url, accept).await;
+    let (status, ct, body) = fetch_with(url, &[("accept", accept)]).await;
+    (status, ct, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A GET with the given headers: (status, content-type, body bytes).
+pub async fn fetch_with(url: &str, headers: &[(&str, &str)]) -> (u16, String, Vec<u8>) {
+    let resp = request_with(url, headers).await;
     let status = resp.status().as_u16();
     let ct = resp
         .headers()
@@ -506,7 +512,7 @@ pub async fn fetch(url: &str, accept: &str) -> (u16, String, String) {
         .map(|v| v.to_str().unwrap().to_string())
         .unwrap_or_default();
     let body = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, ct, String::from_utf8_lossy(&body).into_owned())
+    (status, ct, body.to_vec())
 }
 
 /// A watch with an Accept header, read line by line.
