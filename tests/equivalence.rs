@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use http::Method;
+use kubecache::serve::route::ConsistentReads;
 use serde_json::json;
 use std::time::Duration;
 
@@ -80,6 +81,59 @@ async fn same_walk(
     }
 }
 
+/// Consistent lists served stale (the load-test setting) are still paged
+/// by their limit, as the upstream's consistent list is: the same items on
+/// each page, the same remainingItemCount, until the last page. (The
+/// list's resourceVersion is the cache's, not etcd's newest: that is what
+/// serving stale means.)
+async fn stale_pages_like_the_upstreams(up: &str, nsp: &str, items: usize) {
+    let stale = ProxyBuilder::new(up)
+        .consistent(ConsistentReads::ServeStale)
+        .start()
+        .await;
+    wait_synced(&stale, nsp, "v1/configmaps").await;
+    let page = |v: &serde_json::Value| {
+        let names: Vec<String> = v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        (names, v["metadata"]["remainingItemCount"].clone())
+    };
+    let (mut a_path, mut b_path) = (format!("{nsp}?limit=3"), format!("{nsp}?limit=3"));
+    let mut seen = 0;
+    loop {
+        let a = get(&format!("{up}{a_path}")).await.json();
+        let b = get(&format!("{}{b_path}", stale.url)).await;
+        assert_eq!(b.status, 200, "{b_path}: {}", b.text());
+        assert_served_with(
+            &stale,
+            ConsistentReads::ServeStale,
+            &b_path,
+            "application/json",
+        );
+        let b = b.json();
+        assert_eq!(page(&a), page(&b), "{a_path} / {b_path}");
+        seen += page(&b).0.len();
+        let next = |v: &serde_json::Value| {
+            v["metadata"]["continue"]
+                .as_str()
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+        };
+        match (next(&a), next(&b)) {
+            (Some(x), Some(y)) => {
+                a_path = format!("{nsp}?limit=3&continue={x}");
+                b_path = format!("{nsp}?limit=3&continue={y}");
+            }
+            (None, None) => break,
+            other => panic!("one list ends before the other: {other:?}"),
+        }
+    }
+    assert_eq!(seen, items);
+}
+
 fn url_keep(path: &str, keys: &[&str]) -> String {
     let q = path.split_once('?').map(|x| x.1).unwrap_or("");
     q.split('&')
@@ -128,6 +182,7 @@ async fn battery(up: &str) {
     )
     .await;
     same_set(up, kc, &format!("{nsp}?resourceVersion=0&labelSelector=!i")).await;
+    stale_pages_like_the_upstreams(up, &nsp, 7).await;
     same_set(
         up,
         kc,

@@ -97,7 +97,10 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             // (snapshot, start key, whether the limit applies)
             let (snap, start, paged) = match mode {
                 // The apiserver's cache ignores the limit for RV=0.
-                ReadMode::Any | ReadMode::MostRecent => (tc.store.current(), None, false),
+                ReadMode::Any => (tc.store.current(), None, false),
+                // Consistent reads reach here only when configured to be
+                // served stale: the newest snapshot, paged as etcd pages.
+                ReadMode::MostRecent => (tc.store.current(), None, true),
                 ReadMode::NotOlderThan(rv) => match at_least(tc, rv).await {
                     Ok(s) => (s, None, true),
                     Err(s) => return Outcome::Error(s),

@@ -307,7 +307,9 @@ pub fn decide(
         Ok(ReadMode::MostRecent) if consistent == ConsistentReads::Forward => {
             Err(Decision::Forward(F::Consistent))
         }
-        Ok(ReadMode::MostRecent) => Ok(ReadMode::Any),
+        // Served from the newest snapshot; a list still honours its limit,
+        // as the consistent (etcd) list it stands in for does.
+        Ok(ReadMode::MostRecent) => Ok(ReadMode::MostRecent),
         Ok(m) => Ok(m),
         Err(ModeError::Reject(s)) => Err(Decision::Reject(s)),
         Err(ModeError::Forward(_)) => Err(Decision::Forward(F::OutputOptions)),

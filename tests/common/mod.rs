@@ -655,3 +655,34 @@ pub fn assert_tables_agree(
         }
     }
 }
+
+/// The request (a GET with this Accept) is answered from the cache under
+/// `consistent`: neither forwarded nor rejected.
+#[allow(dead_code)]
+pub fn assert_served_with(
+    p: &Proxy,
+    consistent: ConsistentReads,
+    path_and_query: &str,
+    accept: &str,
+) {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let mut headers = http::HeaderMap::new();
+    headers.insert("accept", http::HeaderValue::from_str(accept).unwrap());
+    let d = kubecache::serve::route::decide(
+        &p.cache,
+        consistent,
+        &Method::GET,
+        path,
+        Some(query),
+        &headers,
+    );
+    match d {
+        kubecache::serve::route::Decision::Cache { .. } => {}
+        kubecache::serve::route::Decision::Forward(r) => {
+            panic!("{path_and_query} forwarded ({})", r.as_str())
+        }
+        kubecache::serve::route::Decision::Reject(s) => panic!("{path_and_query} rejected: {s:?}"),
+    }
+}
