@@ -1,7 +1,7 @@
-//! Whole-list bodies kept between events (src/serve/bodies.rs): every
+//! List bodies kept between events (src/serve/bodies.rs): every
 //! representation served twice is the same body (Tables but for their
-//! ages), kept once made, and an event upstream is never hidden by a kept
-//! body.
+//! ages), kept once made, the pages of a walk too, and an event upstream
+//! is never hidden by a kept body.
 
 mod common;
 
@@ -128,6 +128,83 @@ async fn kept_bodies_are_reused_until_an_event_and_never_hide_it() {
                 old["metadata"]["resourceVersion"]
             );
         }
+    })
+    .await
+    .expect("timed out");
+}
+
+/// Walks `first` page by page: each page's raw body and its items' names.
+async fn walk(base: &str, first: &str, headers: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<String>)> {
+    let mut pages = Vec::new();
+    let mut path = first.to_string();
+    loop {
+        let (raw, v) = list(&format!("{base}{path}"), headers).await;
+        pages.push((raw, names(&v, "items")));
+        match v["metadata"]["continue"].as_str() {
+            Some(c) if !c.is_empty() => path = format!("{first}&continue={c}"),
+            _ => return pages,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_of_a_walk_are_kept_for_the_next_walker_until_an_event() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let sim = SimBuilder::new().pods(300).start().await;
+        let p = ProxyBuilder::new(&sim.url)
+            .consistent(kubecache::serve::route::ConsistentReads::ServeStale)
+            .start()
+            .await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        let gz = [("accept", "application/json"), ("accept-encoding", "gzip")];
+        let first = walk(&p.url, "/api/v1/pods?limit=100", &gz).await;
+        assert_eq!(first.len(), 3);
+        let kept = p.cache.body_budget().used();
+        assert!(kept > 0, "the pages were kept");
+        let second = walk(&p.url, "/api/v1/pods?limit=100", &gz).await;
+        assert_eq!(first, second, "the second walker gets the same pages");
+        assert_eq!(
+            p.cache.body_budget().used(),
+            kept,
+            "and nothing new was kept"
+        );
+
+        // A pod goes away: the next walk no longer shows it.
+        let gone = &first[0].1[0];
+        let pod = get(&format!("{}/api/v1/pods?resourceVersion=0", p.url))
+            .await
+            .json()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["metadata"]["name"] == gone.as_str())
+            .cloned()
+            .unwrap();
+        let r = send(
+            Method::DELETE,
+            &format!(
+                "{}/api/v1/namespaces/{}/pods/{gone}",
+                sim.url,
+                pod["metadata"]["namespace"].as_str().unwrap()
+            ),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        loop {
+            let (_, v) = list(&format!("{}/api/v1/pods?resourceVersion=0", p.url), &[]).await;
+            if !names(&v, "items").contains(gone) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let after: Vec<String> = walk(&p.url, "/api/v1/pods?limit=100", &gz)
+            .await
+            .into_iter()
+            .flat_map(|(_, n)| n)
+            .collect();
+        assert_eq!(after.len(), 299);
+        assert!(!after.contains(gone), "a kept page hid the deletion");
     })
     .await
     .expect("timed out");

@@ -3,11 +3,12 @@
 //! listing the same thing between two events share one assembly, one
 //! indentation and one compression. An event (a newer snapshot) drops them.
 //!
-//! Only whole lists of the type's newest snapshot are kept (RV=0 and
-//! stale-served consistent lists, without selectors): those are the big,
-//! repeated reads. Concurrent misses for one body wait for the first to make
-//! it. All types share one byte budget; a body that does not fit is served
-//! and not kept.
+//! Only lists of the type's newest snapshot without selectors are kept:
+//! whole lists (RV=0) and the pages of a walk (stale-served consistent
+//! lists and their continuations: every client walking the list at one
+//! version gets the same pages). Those are the big, repeated reads.
+//! Concurrent misses for one body wait for the first to make it. All types
+//! share one byte budget; a body that does not fit is served and not kept.
 
 use super::compress;
 use crate::encode::pretty::Layout;
@@ -71,6 +72,10 @@ impl Finished {
 pub struct BodyKey {
     /// `ns/` or "" (all namespaces).
     pub prefix: String,
+    /// A page's start key (after a continue token) and limit; 0 is the
+    /// whole list.
+    pub start: Option<String>,
+    pub limit: usize,
     pub repr: ReprKey,
     pub out: Output,
 }
@@ -304,6 +309,8 @@ mod tests {
     fn key(prefix: &str) -> BodyKey {
         BodyKey {
             prefix: prefix.into(),
+            start: None,
+            limit: 0,
             repr: ReprKey::Json,
             out: Output::default(),
         }

@@ -130,12 +130,14 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 let meta = ListMeta::of_page(snap.rv, &page);
                 Finished::make(repr.list(&codec, &meta, &page.items), out)
             };
-            // Whole lists of the newest snapshot are what many clients ask
-            // for alike: kept until the next event.
-            let whole = start.is_none() && limit == 0 && labels.is_empty() && fields.is_empty();
-            let result = if whole && snap.rv == tc.store.rv() {
+            // Whole lists and pages of the newest snapshot are what many
+            // clients ask for alike: kept until the next event.
+            let keep = labels.is_empty() && fields.is_empty() && snap.rv == tc.store.rv();
+            let result = if keep {
                 let key = BodyKey {
                     prefix: prefix.clone(),
+                    start: start.clone(),
+                    limit,
                     repr: ReprKey::of(&repr),
                     out,
                 };
