@@ -443,3 +443,25 @@ pub fn rss(pid: u32) -> Option<u64> {
         .ok()?;
     Some(kb * 1024)
 }
+
+/// A Prometheus metric's value summed over the series whose labels
+/// contain every one of `labels` (e.g. `verb="LIST"`).
+pub async fn metric_with(base: &str, name: &str, labels: &[&str]) -> f64 {
+    let text = text(&format!("{base}/metrics")).await;
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter(|l| labels.iter().all(|want| l.contains(want)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// The CPU time a process has used (user + system), in seconds.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces: fields count from its closing paren.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // USER_HZ is 100 on every Linux this runs on.
+    Some(ticks / 100.0)
+}
