@@ -348,7 +348,7 @@ impl Nginx {
             &conf,
             format!(
                 "worker_processes auto;\ndaemon off;\npid {p}/nginx.pid;\nerror_log {p}/logs/error.log;\n\
-                 events {{ worker_connections 1024; }}\n\
+                 worker_rlimit_nofile 20000;\nevents {{ worker_connections 16384; }}\n\
                  http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n\
                    client_body_temp_path {p}/body; proxy_temp_path {p}/proxy; fastcgi_temp_path {p}/fcgi; uwsgi_temp_path {p}/uwsgi; scgi_temp_path {p}/scgi;\n\
                    server {{\n    listen 127.0.0.1:{port};\n    root {r};\n    gzip_static on;\n    default_type application/json;\n  }}\n}}\n",
@@ -380,7 +380,11 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SIGTERM: the master takes its workers down with it (a SIGKILLed
+        // master leaves them running, holding our stdout open).
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
         let _ = self.child.wait();
     }
 }
