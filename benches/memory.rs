@@ -1,8 +1,12 @@
 //! Memory: kubecache's resident set after caching 100,000 simulator pods,
-//! against the raw JSON bytes of those pods. kubecache and the simulator
-//! run as their own processes; the pods' cache is started with a list that
-//! matches nothing (so no list body is kept) and read off
-//! `kubecache_cache_objects`.
+//! against the raw JSON bytes of those pods — first as soon as they are
+//! cached, then with the history full at its default settings (100,000
+//! events or 5 minutes): the simulator churns pods (a status and a label
+//! change per update, `BENCH_CHURN` updates a second, default 100) while
+//! one watcher of all pods follows, as a controller would, for
+//! `BENCH_SETTLE` seconds (default 330, past the 300 s window). kubecache
+//! and the simulator run as their own processes; the pods' cache is
+//! started with a list that matches nothing (so no list body is kept).
 //!
 //! `cargo bench --bench memory` (`BENCH_PODS` pods, default 100,000).
 
@@ -17,6 +21,14 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
+    let churn: f64 = std::env::var("BENCH_CHURN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100.0);
+    let settle: u64 = std::env::var("BENCH_SETTLE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(330);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let sim_port = free_port();
     let sim = Command::new(env!("CARGO_BIN_EXE_kubecache"))
@@ -28,6 +40,8 @@ fn main() {
             "100",
             "--configmaps",
             "0",
+            "--churn",
+            &churn.to_string(),
         ])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -100,6 +114,44 @@ fn main() {
         &kc.url,
         "kubecache_cache_bytes{resource=\"v1/pods\"}",
     ));
+
+    // A controller's watch of all pods, from now on, read and discarded:
+    // it makes every event's line, as watchers do.
+    let rv = rt.block_on(async {
+        let one = get_json(
+            &client(),
+            &format!(
+                "{}/api/v1/pods?resourceVersion=0&labelSelector=kubecache-bench%3Dnone",
+                kc.url
+            ),
+        )
+        .await;
+        one["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("0")
+            .to_string()
+    });
+    let mut watch = Command::new("curl")
+        .args(["-sN", "-o", "/dev/null", "-A", "kubecache-bench"])
+        .arg(format!(
+            "{}/api/v1/pods?watch=1&resourceVersion={rv}&timeoutSeconds={}",
+            kc.url,
+            settle + 60
+        ))
+        .spawn()
+        .expect("curl");
+    std::thread::sleep(Duration::from_secs(settle));
+    let churned = rss(kc.pid()).unwrap_or(0);
+    let history = rt.block_on(metric(
+        &kc.url,
+        "kubecache_cache_history_events{resource=\"v1/pods\"}",
+    ));
+    let churned_bytes = rt.block_on(metric(
+        &kc.url,
+        "kubecache_cache_bytes{resource=\"v1/pods\"}",
+    ));
+    let _ = watch.kill();
+    let _ = watch.wait();
     println!(
         "\n{pods} simulator pods: raw JSON {} (the upstream's list body)",
         mb(raw)
@@ -114,6 +166,13 @@ fn main() {
         after as f64 / raw as f64,
         after.saturating_sub(base) as f64 / raw as f64,
         mb(cached as u64)
+    );
+    println!(
+        "after {settle} s of {churn} updates/s with a watcher following: history {history} events, \
+         objects {}; RSS {} = {:.2}× the raw JSON",
+        mb(churned_bytes as u64),
+        mb(churned),
+        churned as f64 / raw as f64
     );
 }
 

@@ -134,10 +134,13 @@ pub fn reflector_list(resource: &str, capacity: usize) {
         .set(capacity as f64);
 }
 
-/// What a type's cache holds now.
-pub fn cache_size(resource: &str, objects: usize, bytes: usize) {
+/// What a type's cache holds now: its objects, their serialized bytes,
+/// and the events its history keeps for watches and reads in the past.
+pub fn cache_size(resource: &str, objects: usize, bytes: usize, history: usize) {
     gauge!("kubecache_cache_objects", "resource" => resource.to_string()).set(objects as f64);
     gauge!("kubecache_cache_bytes", "resource" => resource.to_string()).set(bytes as f64);
+    gauge!("kubecache_cache_history_events", "resource" => resource.to_string())
+        .set(history as f64);
 }
 
 pub fn reflector_error(resource: &str, e: &ReflectorError) {

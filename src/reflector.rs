@@ -230,7 +230,7 @@ async fn list(
     // The list was built aside; readers see either the old or the new state.
     tc.store.replace(entries, rv);
     let (objects, bytes) = tc.store.size();
-    metrics::cache_size(&resource, objects, bytes);
+    metrics::cache_size(&resource, objects, bytes, tc.store.history_len());
     tc.stats.lists.fetch_add(1, Ordering::Relaxed);
     tc.mark_synced();
     Ok(Phase::Watching { rv })
@@ -362,7 +362,7 @@ fn apply_event(
     tc.store.apply(kind, Arc::new(entry))?;
     metrics::watch_event(resource, kind);
     let (objects, bytes) = tc.store.size();
-    metrics::cache_size(resource, objects, bytes);
+    metrics::cache_size(resource, objects, bytes, tc.store.history_len());
     Ok(rv)
 }
 

@@ -66,8 +66,23 @@ pub struct Event {
     at: Instant,
     /// The event as a watch line, encoded once by the first watcher that
     /// sends it as it is and shared by all the others; tagged with the
-    /// codec it was encoded with.
+    /// codec it was encoded with. Dropped once the event is deeper in the
+    /// history than the broadcast reaches (see `Store::apply`).
     pub line: OnceLock<(Arc<TypeCodec>, Bytes)>,
+}
+
+impl Event {
+    /// The same event without its encoded line.
+    fn without_line(&self) -> Event {
+        Event {
+            rv: self.rv,
+            kind: self.kind,
+            entry: self.entry.clone(),
+            prev: self.prev.clone(),
+            at: self.at,
+            line: OnceLock::new(),
+        }
+    }
 }
 
 impl AsRef<Store> for Store {
@@ -216,6 +231,15 @@ impl Store {
                 line: OnceLock::new(),
             });
             s.history.push_back(event.clone());
+            // An event as deep in the history as the broadcast buffer is
+            // long is sent again only to a watch resuming from that far
+            // back: its line goes, so that the history holds each version
+            // of an object once (its line is a second copy of it).
+            if let Some(i) = s.history.len().checked_sub(BROADCAST_CAPACITY + 1) {
+                if s.history[i].line.get().is_some() {
+                    s.history[i] = Arc::new(s.history[i].without_line());
+                }
+            }
             self.trim(&mut s);
             event
         };
@@ -277,6 +301,11 @@ impl Store {
     pub fn size(&self) -> (usize, usize) {
         let s = self.read();
         (s.items.len(), s.bytes)
+    }
+
+    /// How many events the history holds.
+    pub fn history_len(&self) -> usize {
+        self.read().history.len()
     }
 
     pub fn limits(&self) -> HistoryLimits {
@@ -424,6 +453,35 @@ mod tests {
         assert!(store.snapshot_at(9).is_none());
         // A second read of the same rv comes from the recent snapshots.
         assert_eq!(keys(&store.snapshot_at(11).unwrap()), vec!["a@11", "b@6"]);
+    }
+
+    #[test]
+    fn the_history_lets_go_of_lines_deeper_than_the_broadcast_reaches() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 1);
+        let codec = Arc::new(TypeCodec::new(
+            "",
+            "v1",
+            "ConfigMap",
+            true,
+            ListStyle::Typed,
+        ));
+        let events = BROADCAST_CAPACITY + 10;
+        for rv in 2..2 + events as u64 {
+            store.apply(EventType::Modified, entry("a", rv)).unwrap();
+            // Every event is sent to a watcher as it happens.
+            let (past, _) = store.events_since(rv - 1).unwrap();
+            past[0]
+                .line
+                .get_or_init(|| (codec.clone(), Bytes::from_static(b"line")));
+        }
+        let (past, _) = store.events_since(1).unwrap();
+        assert_eq!(past.len(), events);
+        let with_line = past.iter().filter(|e| e.line.get().is_some()).count();
+        assert_eq!(with_line, BROADCAST_CAPACITY);
+        assert!(past[..10].iter().all(|e| e.line.get().is_none()));
+        // The events themselves stay: a snapshot far back still rebuilds.
+        assert!(store.snapshot_at(2).is_some());
     }
 
     #[test]
