@@ -106,22 +106,31 @@ pub enum StoreError {
     Missing { kind: &'static str, key: String },
 }
 
-/// How much history to keep: events older than `window` or beyond `capacity`
-/// are dropped, which moves the oldest servable resource version forward.
+/// How much history to keep: events beyond `capacity`, and events older
+/// than `window` but for the last `KEPT_REGARDLESS`, are dropped, which
+/// moves the oldest servable resource version forward.
 #[derive(Debug, Clone, Copy)]
 pub struct HistoryLimits {
     pub capacity: usize,
     pub window: Duration,
 }
 
+/// The v1.20 cacher's defaults: its ring of events grows to keep at least
+/// `eventFreshDuration` (75 s) of them, up to 100 × 1024, and never shrinks
+/// below 100 however old they are. Reads the history no longer reaches are
+/// forwarded (Exact, continue tokens); watches get the cacher's 410.
 impl Default for HistoryLimits {
     fn default() -> Self {
         HistoryLimits {
-            capacity: 100_000,
-            window: Duration::from_secs(300),
+            capacity: 100 * 1024,
+            window: Duration::from_secs(75),
         }
     }
 }
+
+/// The cacher's lower bound: a quiet type keeps its last events however
+/// old they are.
+const KEPT_REGARDLESS: usize = 100;
 
 struct State {
     items: Items,
@@ -273,7 +282,8 @@ impl Store {
         let now = Instant::now();
         while let Some(front) = s.history.front() {
             let too_many = s.history.len() > self.limits.capacity;
-            let too_old = now.duration_since(front.at) > self.limits.window;
+            let too_old = s.history.len() > KEPT_REGARDLESS
+                && now.duration_since(front.at) > self.limits.window;
             if !(too_many || too_old) {
                 break;
             }
@@ -514,6 +524,23 @@ mod tests {
         let (past, _rx) = store.events_since(3).unwrap();
         assert_eq!(past.iter().map(|e| e.rv).collect::<Vec<_>>(), vec![4, 5]);
         assert!(store.events_since(2).is_none());
+    }
+
+    #[test]
+    fn a_quiet_type_keeps_its_last_hundred_events_however_old() {
+        let store = Store::new(HistoryLimits {
+            capacity: 1000,
+            window: Duration::ZERO,
+        });
+        store.replace(vec![], 1);
+        for rv in 2..=150 {
+            store
+                .apply(EventType::Added, entry(&format!("k{rv}"), rv))
+                .unwrap();
+        }
+        assert_eq!(store.history_len(), KEPT_REGARDLESS);
+        let (past, _rx) = store.events_since(store.oldest()).unwrap();
+        assert_eq!(past.first().map(|e| e.rv), Some(51));
     }
 
     #[test]
