@@ -43,6 +43,68 @@ pub enum EntryError {
     UnexpectedTypeMeta(String),
 }
 
+/// An entry's labels and selectable fields: every key and value in one
+/// string, and where each ends. As a dozen separately allocated short
+/// strings per pod they cost a cache of 100,000 pods about 40 MB more
+/// (allocation headers and rounding), a seventh of the objects' own bytes.
+#[derive(Debug, Default)]
+pub struct Attrs {
+    text: Box<str>,
+    /// Label key, label value, … then one per field value, with its name.
+    ends: Box<[(Option<&'static str>, u32)]>,
+}
+
+impl Attrs {
+    pub fn new(
+        labels: impl IntoIterator<Item = (String, String)>,
+        fields: impl IntoIterator<Item = (&'static str, String)>,
+    ) -> Attrs {
+        let mut text = String::new();
+        let mut ends = Vec::new();
+        let mut push = |name: Option<&'static str>, s: &str| {
+            text.push_str(s);
+            ends.push((name, text.len() as u32));
+        };
+        for (k, v) in labels {
+            push(None, &k);
+            push(None, &v);
+        }
+        for (name, v) in fields {
+            push(Some(name), &v);
+        }
+        Attrs {
+            text: text.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+        }
+    }
+
+    /// Each string with its field name (`None` for labels' keys and values).
+    fn strings(&self) -> impl Iterator<Item = (Option<&'static str>, &str)> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(name, end)| {
+            let s = &self.text[start..end as usize];
+            start = end as usize;
+            (name, s)
+        })
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        let mut labels = self.strings().take_while(|(name, _)| name.is_none());
+        while let (Some((_, k)), Some((_, v))) = (labels.next(), labels.next()) {
+            if k == key {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    pub fn field(&self, field: &str) -> Option<&str> {
+        self.strings()
+            .find(|(name, _)| *name == Some(field))
+            .map(|(_, v)| v)
+    }
+}
+
 #[derive(Debug)]
 pub struct Entry {
     /// `namespace/name` or `name`: the etcd key after the resource prefix,
@@ -51,9 +113,9 @@ pub struct Entry {
     pub namespace: Option<Box<str>>,
     pub name: Box<str>,
     pub rv: u64,
-    pub labels: Box<[(Box<str>, Box<str>)]>,
-    /// Type-specific selectable fields; metadata ones come from the fields above.
-    pub fields: Box<[(&'static str, Box<str>)]>,
+    /// Labels and type-specific selectable fields (metadata ones come
+    /// from the fields above).
+    pub attrs: Attrs,
     /// The object as a list item (see `ListStyle`).
     pub item: Bytes,
     /// `metadata` as the apiserver encodes an `ObjectMeta`, for
@@ -89,10 +151,7 @@ struct Meta<'a> {
 
 impl Entry {
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| &**k == key)
-            .map(|(_, v)| &**v)
+        self.attrs.label(key)
     }
 
     /// Any selectable field, metadata ones included.
@@ -100,11 +159,7 @@ impl Entry {
         match name {
             "metadata.name" => Some(&self.name),
             "metadata.namespace" => self.namespace.as_deref(),
-            _ => self
-                .fields
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| &**v),
+            _ => self.attrs.field(name),
         }
     }
 
@@ -115,8 +170,7 @@ impl Entry {
             namespace: None,
             name: key.into(),
             rv,
-            labels: Box::new([]),
-            fields: Box::new([]),
+            attrs: Attrs::default(),
             item: Bytes::from(format!("{{\"metadata\":{{\"name\":\"{key}\"}}}}")),
             meta: Bytes::from(format!("{{\"name\":\"{key}\"}}")),
             table_row: Default::default(),
@@ -211,28 +265,19 @@ impl TypeCodec {
             Some(ns) if self.namespaced => format!("{ns}/{name}").into(),
             _ => Arc::from(&*name),
         };
-        let labels = meta
-            .labels
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
-            .collect();
         let fields = if self.type_fields {
             let value: serde_json::Value = serde_json::from_slice(&item)?;
             crate::selector::field::selectable_fields(&self.group, &self.kind, &value)
-                .into_iter()
-                .map(|(k, v)| (k, v.into_boxed_str()))
-                .collect()
         } else {
-            Box::new([]) as Box<[_]>
+            Vec::new()
         };
+        let attrs = Attrs::new(meta.labels.unwrap_or_default(), fields);
         Ok(Entry {
             key,
             namespace,
             name: Box::from(&*name),
             rv,
-            labels,
-            fields,
+            attrs,
             item,
             meta: meta_bytes,
             table_row: Default::default(),
@@ -330,6 +375,34 @@ mod tests {
 
     fn pods() -> TypeCodec {
         TypeCodec::new("", "v1", "Pod", true, ListStyle::Typed)
+    }
+
+    #[test]
+    fn packed_labels_and_fields_are_found_by_their_own_names_only() {
+        let a = Attrs::new(
+            [
+                ("app".to_string(), "web".to_string()),
+                ("empty".to_string(), String::new()),
+                ("status.phase".to_string(), "label".to_string()),
+            ],
+            [
+                ("status.phase", "Running".to_string()),
+                ("spec.nodeName", String::new()),
+            ],
+        );
+        assert_eq!(a.label("app"), Some("web"));
+        assert_eq!(a.label("empty"), Some(""));
+        assert_eq!(a.label("web"), None, "a value is not a key");
+        assert_eq!(a.label("status.phase"), Some("label"));
+        assert_eq!(a.field("status.phase"), Some("Running"));
+        assert_eq!(a.field("spec.nodeName"), Some(""));
+        assert_eq!(a.field("app"), None, "labels are not fields");
+        assert_eq!(a.label("Running"), None);
+        let none = Attrs::default();
+        assert_eq!(
+            (none.label("app"), none.field("status.phase")),
+            (None, None)
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 pub mod entry;
 pub mod page;
 
-pub use entry::{Entry, EntryError, ListStyle, TypeCodec};
+pub use entry::{Attrs, Entry, EntryError, ListStyle, TypeCodec};
 
 use bytes::Bytes;
 use imbl::OrdMap;

@@ -70,6 +70,7 @@ pub fn read_page(items: &Items, req: &PageRequest<'_>) -> Page {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Attrs;
     use bytes::Bytes;
 
     fn items(keys: &[&str]) -> Items {
@@ -81,12 +82,11 @@ mod tests {
                     namespace: ns,
                     name: k.rsplit('/').next().unwrap().into(),
                     rv: 1,
-                    labels: if k.ends_with('x') {
-                        Box::new([("sel".into(), "yes".into())])
+                    attrs: if k.ends_with('x') {
+                        Attrs::new([("sel".into(), "yes".into())], [])
                     } else {
-                        Box::new([])
+                        Attrs::default()
                     },
-                    fields: Box::new([]),
                     item: Bytes::new(),
                     meta: Bytes::new(),
                     table_row: Default::default(),
