@@ -42,8 +42,8 @@ impl Selection {
     pub fn matches(&self, e: &Entry) -> bool {
         self.namespace
             .as_deref()
-            .is_none_or(|ns| e.namespace.as_deref() == Some(ns))
-            && self.name.as_deref().is_none_or(|n| &*e.name == n)
+            .is_none_or(|ns| e.namespace() == Some(ns))
+            && self.name.as_deref().is_none_or(|n| e.name() == n)
             && self.labels.matches(|k| e.label(k))
             && self.fields.matches(|f| e.field(f))
     }

@@ -110,8 +110,9 @@ pub struct Entry {
     /// `namespace/name` or `name`: the etcd key after the resource prefix,
     /// so byte order equals the apiserver's list order.
     pub key: Arc<str>,
-    pub namespace: Option<Box<str>>,
-    pub name: Box<str>,
+    /// The length of the namespace at the head of `key` (0: none); the
+    /// name is the rest.
+    ns_len: u32,
     pub rv: u64,
     /// Labels and type-specific selectable fields (metadata ones come
     /// from the fields above).
@@ -154,11 +155,22 @@ impl Entry {
         self.attrs.label(key)
     }
 
+    pub fn namespace(&self) -> Option<&str> {
+        (self.ns_len > 0).then(|| &self.key[..self.ns_len as usize])
+    }
+
+    pub fn name(&self) -> &str {
+        match self.ns_len {
+            0 => &self.key,
+            n => &self.key[n as usize + 1..],
+        }
+    }
+
     /// Any selectable field, metadata ones included.
     pub fn field(&self, name: &str) -> Option<&str> {
         match name {
-            "metadata.name" => Some(&self.name),
-            "metadata.namespace" => self.namespace.as_deref(),
+            "metadata.name" => Some(self.name()),
+            "metadata.namespace" => self.namespace(),
             _ => self.attrs.field(name),
         }
     }
@@ -167,8 +179,7 @@ impl Entry {
     pub fn for_test(key: &str, rv: u64) -> Entry {
         Entry {
             key: key.into(),
-            namespace: None,
-            name: key.into(),
+            ns_len: 0,
             rv,
             attrs: Attrs::default(),
             item: Bytes::from(format!("{{\"metadata\":{{\"name\":\"{key}\"}}}}")),
@@ -257,13 +268,11 @@ impl TypeCodec {
         let rv = rv_str
             .parse()
             .map_err(|_| EntryError::BadVersion(rv_str.to_string()))?;
-        let namespace = meta
-            .namespace
-            .filter(|n| !n.is_empty())
-            .map(|n| Box::<str>::from(&*n));
-        let key: Arc<str> = match &namespace {
-            Some(ns) if self.namespaced => format!("{ns}/{name}").into(),
-            _ => Arc::from(&*name),
+        // A cluster-scoped object has no namespace, whatever it says.
+        let namespace = meta.namespace.filter(|n| !n.is_empty() && self.namespaced);
+        let (key, ns_len): (Arc<str>, u32) = match &namespace {
+            Some(ns) => (format!("{ns}/{name}").into(), ns.len() as u32),
+            None => (Arc::from(&*name), 0),
         };
         let fields = if self.type_fields {
             let value: serde_json::Value = serde_json::from_slice(&item)?;
@@ -274,8 +283,7 @@ impl TypeCodec {
         let attrs = Attrs::new(meta.labels.unwrap_or_default(), fields);
         Ok(Entry {
             key,
-            namespace,
-            name: Box::from(&*name),
+            ns_len,
             rv,
             attrs,
             item,

@@ -71,27 +71,14 @@ pub fn read_page(items: &Items, req: &PageRequest<'_>) -> Page {
 mod tests {
     use super::*;
     use crate::store::Attrs;
-    use bytes::Bytes;
 
     fn items(keys: &[&str]) -> Items {
         keys.iter()
             .map(|k| {
-                let ns = k.split_once('/').map(|(n, _)| n.into());
-                let e = Entry {
-                    key: (*k).into(),
-                    namespace: ns,
-                    name: k.rsplit('/').next().unwrap().into(),
-                    rv: 1,
-                    attrs: if k.ends_with('x') {
-                        Attrs::new([("sel".into(), "yes".into())], [])
-                    } else {
-                        Attrs::default()
-                    },
-                    item: Bytes::new(),
-                    meta: Bytes::new(),
-                    table_row: Default::default(),
-                    table_row_reprinted: Default::default(),
-                };
+                let mut e = Entry::for_test(k, 1);
+                if k.ends_with('x') {
+                    e.attrs = Attrs::new([("sel".into(), "yes".into())], []);
+                }
                 (Arc::from(*k), Arc::new(e))
             })
             .collect()

@@ -368,7 +368,7 @@ impl TableSpec {
                 (key(&obj), e.clone())
             })
             .collect();
-        keyed.sort_by(|(ka, a), (kb, b)| ka.cmp(kb).then_with(|| a.name.cmp(&b.name)));
+        keyed.sort_by(|(ka, a), (kb, b)| ka.cmp(kb).then_with(|| a.name().cmp(b.name())));
         std::borrow::Cow::Owned(keyed.into_iter().map(|(_, e)| e).collect())
     }
 
