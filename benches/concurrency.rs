@@ -249,14 +249,8 @@ async fn upstream_count(upstream: &str, verb: &str) -> f64 {
 }
 
 fn main() {
-    let clients: usize = std::env::var("BENCH_CLIENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    let secs: u64 = std::env::var("BENCH_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30);
+    let clients: usize = env_or("BENCH_CLIENTS", 64);
+    let secs: u64 = env_or("BENCH_SECS", 30);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let ra = RealApiserver::start_or_env();
     rt.block_on(load(&ra.url));

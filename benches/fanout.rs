@@ -229,6 +229,33 @@ fn run_static(
     }
 }
 
+/// Sends one update per target, 16 at a time, each setting the update's
+/// number; when each was sent (microseconds since `epoch`).
+fn burst(upstream: &str, targets: Vec<(String, String)>, round: &str, epoch: Instant) -> Vec<u32> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let c = client();
+    let gate = Arc::new(tokio::sync::Semaphore::new(16));
+    let updates = targets.into_iter().enumerate().map(|(seq, (ns, name))| {
+        let (c, gate) = (c.clone(), gate.clone());
+        let url = format!("{upstream}/api/v1/namespaces/{ns}/pods/{name}");
+        let patch = json!({"metadata": {"annotations": {
+            MARK: seq.to_string(),
+            "kubecache-bench/round": round,
+        }}});
+        async move {
+            let _permit = gate.acquire().await.unwrap();
+            let at = epoch.elapsed().as_micros() as u32;
+            let (s, body) = send(&c, "PATCH", &url, "application/merge-patch+json", &patch).await;
+            assert_eq!(s, 200, "{body}");
+            at
+        }
+    });
+    rt.block_on(futures::future::join_all(updates))
+}
+
 /// What a run is: the server watched, the upstream updated, the pods.
 struct Setup<'a> {
     base: &'a str,
@@ -286,41 +313,11 @@ fn run(rt: &tokio::runtime::Runtime, setup: Setup) -> Outcome {
     let cpu_before = pid.and_then(cpu_seconds);
 
     // The burst, from its own thread so the watchers' work cannot delay it.
-    let sent: Vec<u32> = {
-        let upstream = upstream.to_string();
-        let targets = targets.to_vec();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async {
-                let c = client();
-                let sent = Arc::new(std::sync::Mutex::new(vec![0u32; targets.len()]));
-                let gate = Arc::new(tokio::sync::Semaphore::new(16));
-                let mut js = tokio::task::JoinSet::new();
-                for (seq, (ns, name)) in targets.into_iter().enumerate() {
-                    let (c, upstream, sent, gate, round) = (c.clone(), upstream.clone(), sent.clone(), gate.clone(), round.clone());
-                    js.spawn(async move {
-                        let _p = gate.acquire().await.unwrap();
-                        sent.lock().unwrap()[seq] = epoch.elapsed().as_micros() as u32;
-                        let (s, body) = send(
-                            &c,
-                            "PATCH",
-                            &format!("{upstream}/api/v1/namespaces/{ns}/pods/{name}"),
-                            "application/merge-patch+json",
-                            &json!({"metadata": {"annotations": {MARK: seq.to_string(), "kubecache-bench/round": round}}}),
-                        )
-                        .await;
-                        assert_eq!(s, 200, "{body}");
-                    });
-                }
-                while let Some(r) = js.join_next().await {
-                    r.unwrap();
-                }
-                let v = sent.lock().unwrap().clone();
-                v
-            })
-        })
-        .join()
-        .unwrap()
+    let sent = {
+        let (upstream, targets) = (upstream.to_string(), targets.to_vec());
+        std::thread::spawn(move || burst(&upstream, targets, &round, epoch))
+            .join()
+            .unwrap()
     };
     let first_sent = *sent.iter().min().unwrap();
     let sending = (*sent.iter().max().unwrap() - first_sent) as f64 / 1e6;
@@ -364,14 +361,8 @@ fn report(name: &str, o: &Outcome, watchers: usize, updates: usize) {
 }
 
 fn main() {
-    let watchers: usize = std::env::var("BENCH_WATCHERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
-    let updates: usize = std::env::var("BENCH_UPDATES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000);
+    let watchers: usize = env_or("BENCH_WATCHERS", 10_000);
+    let updates: usize = env_or("BENCH_UPDATES", 1_000);
     let direct = std::env::var("BENCH_DIRECT").is_ok_and(|v| v == "1");
     let rt = tokio::runtime::Runtime::new().unwrap();
     let ra = RealApiserver::start_or_env();

@@ -17,18 +17,9 @@ use std::time::{Duration, Instant};
 use support::*;
 
 fn main() {
-    let pods: usize = std::env::var("BENCH_PODS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
-    let churn: f64 = std::env::var("BENCH_CHURN")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100.0);
-    let settle: u64 = std::env::var("BENCH_SETTLE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(120);
+    let pods: usize = env_or("BENCH_PODS", 100_000);
+    let churn: f64 = env_or("BENCH_CHURN", 100.0);
+    let settle: u64 = env_or("BENCH_SETTLE", 120);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let sim_port = free_port();
     let sim = Command::new(env!("CARGO_BIN_EXE_kubecache"))

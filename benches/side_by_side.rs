@@ -72,10 +72,7 @@ fn measure(base: &str, c: &Case, n: usize, scratch: &Path) -> (Sample, u64) {
 
 fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let n: usize = std::env::var("BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30);
+    let n: usize = env_or("BENCH_N", 30);
     let ra = RealApiserver::start_or_env();
     rt.block_on(load(&ra.url));
     let apiserver_rss_loaded = ra.pid().and_then(rss);

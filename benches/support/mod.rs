@@ -469,3 +469,11 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     // USER_HZ is 100 on every Linux this runs on.
     Some(ticks / 100.0)
 }
+
+/// A benchmark's setting from the environment, or its default.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
