@@ -80,6 +80,18 @@ pub struct BodyKey {
     pub out: Output,
 }
 
+impl BodyKey {
+    /// What keeping a body under this key costs besides the body: a walk
+    /// with a tiny limit keeps many small pages, and their keys must count
+    /// against the budget too.
+    fn footprint(&self) -> usize {
+        std::mem::size_of::<BodyKey>()
+            + std::mem::size_of::<Kept>()
+            + self.prefix.len()
+            + self.start.as_ref().map_or(0, String::len)
+    }
+}
+
 /// The parts of a representation a body depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReprKey {
@@ -223,7 +235,7 @@ impl BodyCache {
             .await?
             .clone();
         if made {
-            self.charge(rv, &key, &cell, body.bytes.len());
+            self.charge(rv, &key, &cell, body.bytes.len() + key.footprint());
         }
         let outcome = if made {
             metrics::BodyOutcome::Made
@@ -344,11 +356,12 @@ mod tests {
         assert_eq!(get(5, "a").await, "a");
         assert_eq!(get(5, "b").await, "a", "kept for the same version");
         assert_eq!(made.load(Ordering::SeqCst), 1);
-        assert_eq!(budget.used(), 1);
+        let one = 1 + key("").footprint();
+        assert_eq!(budget.used(), one);
         assert_eq!(get(6, "c").await, "c", "a newer version drops it");
         assert_eq!(get(5, "d").await, "d", "an older version is made, not kept");
         assert_eq!(get(6, "e").await, "c");
-        assert_eq!(budget.used(), 1);
+        assert_eq!(budget.used(), one);
         drop(c);
         assert_eq!(budget.used(), 0);
     }
@@ -365,14 +378,33 @@ mod tests {
     #[tokio::test]
     async fn bodies_over_the_budget_are_served_and_not_kept() {
         let budget = Arc::new(Budget::default());
-        budget.set_limit(3);
+        let f = key("a/").footprint();
+        budget.set_limit(f + 3);
         let c = BodyCache::new(budget.clone());
         let get = |k: &'static str, s| c.get_or_make(1, key(k), 0, move || async move { body(s) });
         assert_eq!(get("a/", "12").await.unwrap().bytes, "12");
         assert_eq!(get("b/", "3456").await.unwrap().bytes, "3456");
         assert_eq!(get("b/", "78").await.unwrap().bytes, "78", "not kept");
         assert_eq!(get("a/", "xx").await.unwrap().bytes, "12", "kept");
-        assert_eq!(budget.used(), 2);
+        assert_eq!(budget.used(), 2 + f);
+    }
+
+    #[tokio::test]
+    async fn many_tiny_pages_count_their_keys_against_the_budget() {
+        let budget = Arc::new(Budget::default());
+        budget.set_limit(100_000);
+        let c = BodyCache::new(budget.clone());
+        for i in 0..10_000 {
+            let mut k = key("");
+            k.start = Some(format!("ns/pod-{i:05}"));
+            k.limit = 1;
+            c.get_or_make(1, k, 0, || async { body("x") })
+                .await
+                .unwrap();
+        }
+        let kept = c.lock().bodies.len();
+        assert!(kept < 1_000, "{kept} one-byte pages kept in 100 kB");
+        assert!(budget.used() <= 100_000);
     }
 
     #[tokio::test]
