@@ -50,59 +50,74 @@ pub enum EntryError {
 #[derive(Debug, Default)]
 pub struct Attrs {
     text: Box<str>,
-    /// Label key, label value, … then one per field value, with its name.
-    ends: Box<[(Option<&'static str>, u32)]>,
+    /// Where each label key, label value, … and then each field value ends.
+    ends: Box<[u32]>,
+    /// The fields' names, one list per type shared by all its entries.
+    names: &'static [&'static str],
 }
 
 impl Attrs {
     pub fn new(
         labels: impl IntoIterator<Item = (String, String)>,
-        fields: impl IntoIterator<Item = (&'static str, String)>,
+        fields: Vec<(&'static str, String)>,
     ) -> Attrs {
         let mut text = String::new();
         let mut ends = Vec::new();
-        let mut push = |name: Option<&'static str>, s: &str| {
+        let mut push = |s: &str| {
             text.push_str(s);
-            ends.push((name, text.len() as u32));
+            ends.push(text.len() as u32);
         };
         for (k, v) in labels {
-            push(None, &k);
-            push(None, &v);
+            push(&k);
+            push(&v);
         }
-        for (name, v) in fields {
-            push(Some(name), &v);
+        let mut names = Vec::with_capacity(fields.len());
+        for (name, v) in &fields {
+            push(v);
+            names.push(*name);
         }
         Attrs {
             text: text.into_boxed_str(),
             ends: ends.into_boxed_slice(),
+            names: interned(names),
         }
     }
 
-    /// Each string with its field name (`None` for labels' keys and values).
-    fn strings(&self) -> impl Iterator<Item = (Option<&'static str>, &str)> {
-        let mut start = 0;
-        self.ends.iter().map(move |&(name, end)| {
-            let s = &self.text[start..end as usize];
-            start = end as usize;
-            (name, s)
-        })
+    /// The i-th string.
+    fn string(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
+        &self.text[start..self.ends[i] as usize]
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {
-        let mut labels = self.strings().take_while(|(name, _)| name.is_none());
-        while let (Some((_, k)), Some((_, v))) = (labels.next(), labels.next()) {
-            if k == key {
-                return Some(v);
-            }
-        }
-        None
+        let strings = self.ends.len() - self.names.len();
+        (0..strings / 2)
+            .find(|p| self.string(2 * p) == key)
+            .map(|p| self.string(2 * p + 1))
     }
 
     pub fn field(&self, field: &str) -> Option<&str> {
-        self.strings()
-            .find(|(name, _)| *name == Some(field))
-            .map(|(_, v)| v)
+        let labels = self.ends.len() - self.names.len();
+        let i = self.names.iter().position(|n| *n == field)?;
+        Some(self.string(labels + i))
     }
+}
+
+/// One copy of each type's list of field names (there are a handful),
+/// for all its entries to point at.
+fn interned(names: Vec<&'static str>) -> &'static [&'static str] {
+    static LISTS: std::sync::Mutex<Vec<&'static [&'static str]>> =
+        std::sync::Mutex::new(Vec::new());
+    if names.is_empty() {
+        return &[];
+    }
+    let mut lists = LISTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(l) = lists.iter().find(|l| ***l == names[..]) {
+        return l;
+    }
+    let l: &'static [&'static str] = Box::leak(names.into_boxed_slice());
+    lists.push(l);
+    l
 }
 
 #[derive(Debug)]
@@ -393,7 +408,7 @@ mod tests {
                 ("empty".to_string(), String::new()),
                 ("status.phase".to_string(), "label".to_string()),
             ],
-            [
+            vec![
                 ("status.phase", "Running".to_string()),
                 ("spec.nodeName", String::new()),
             ],
@@ -406,6 +421,14 @@ mod tests {
         assert_eq!(a.field("spec.nodeName"), Some(""));
         assert_eq!(a.field("app"), None, "labels are not fields");
         assert_eq!(a.label("Running"), None);
+        let b = Attrs::new(
+            [],
+            vec![
+                ("status.phase", String::new()),
+                ("spec.nodeName", String::new()),
+            ],
+        );
+        assert!(std::ptr::eq(a.names, b.names), "one list of names per type");
         let none = Attrs::default();
         assert_eq!(
             (none.label("app"), none.field("status.phase")),

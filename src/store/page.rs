@@ -77,7 +77,7 @@ mod tests {
             .map(|k| {
                 let mut e = Entry::for_test(k, 1);
                 if k.ends_with('x') {
-                    e.attrs = Attrs::new([("sel".into(), "yes".into())], []);
+                    e.attrs = Attrs::new([("sel".into(), "yes".into())], Vec::new());
                 }
                 (Arc::from(*k), Arc::new(e))
             })
