@@ -74,13 +74,24 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let n: usize = env_or("BENCH_N", 30);
     let ra = RealApiserver::start_or_env();
-    rt.block_on(load(&ra.url));
+    let apiserver_rss_empty = ra.pid().and_then(rss);
+    let loaded_now = rt.block_on(load(&ra.url));
     let apiserver_rss_loaded = ra.pid().and_then(rss);
 
     // Serve-stale: kubectl's plain gets and paginated lists (no
     // resourceVersion) come from the cache too, as in a load test.
     let kc = Kubecache::start(&ra.url, "serve-stale");
     let pods = NAMESPACES * PER_NAMESPACE;
+    // What holding the same objects costs each: kubecache's growth from
+    // caching them (no list body kept yet), the apiserver's from loading.
+    let kc_rss_empty = rss(kc.pid());
+    rt.block_on(async {
+        kc.wait_cached_quietly("/api/v1/pods", "v1/pods", pods)
+            .await;
+        kc.wait_cached_quietly("/api/v1/configmaps", "v1/configmaps", pods)
+            .await;
+    });
+    let kc_rss_cached = rss(kc.pid());
     rt.block_on(kc.wait_cached("/api/v1/pods?resourceVersion=0", pods));
     let ns = namespace(7);
     let one: serde_json::Value = rt.block_on(async {
@@ -228,6 +239,23 @@ fn main() {
     let forwarded =
         rt.block_on(metric(&kc.url, "kubecache_forwarded_requests_total")) - forwarded_before;
     println!("\nrequests kubecache forwarded upstream during its runs: {forwarded}");
+    if let (Some(e), Some(c)) = (kc_rss_empty, kc_rss_cached) {
+        println!(
+            "kubecache RSS growth from caching the {pods} pods and {pods} configmaps: {} ({} → {})",
+            mb(c.saturating_sub(e)),
+            mb(e),
+            mb(c)
+        );
+    }
+    match (loaded_now, apiserver_rss_empty, apiserver_rss_loaded) {
+        (true, Some(e), Some(l)) => println!(
+            "apiserver RSS growth from loading them: {} ({} → {})",
+            mb(l.saturating_sub(e)),
+            mb(e),
+            mb(l)
+        ),
+        _ => println!("apiserver RSS growth: not measured (it was loaded before this run; FRESH=1 up to measure)"),
+    }
     if let (Some(a), Some(k)) = (apiserver_rss_loaded, rss(kc.pid())) {
         println!(
             "RSS: apiserver {} (loaded, its own watch cache warm), kubecache {}",

@@ -143,8 +143,8 @@ pub fn namespace(i: usize) -> String {
 
 /// 10,000 pods as a kubelet leaves them (created, then their status
 /// written) and 10,000 configmaps in 50 namespaces; kept between runs, as
-/// loading takes the apiserver a minute or two.
-pub async fn load(up: &str) {
+/// loading takes the apiserver a minute or two. Whether it loaded them now.
+pub async fn load(up: &str) -> bool {
     let c = client();
     let last = namespace(NAMESPACES - 1);
     let have = |kind: &'static str| {
@@ -157,7 +157,7 @@ pub async fn load(up: &str) {
         }
     };
     if have("pods").await >= PER_NAMESPACE && have("configmaps").await >= PER_NAMESPACE {
-        return;
+        return false;
     }
     eprintln!(
         "loading {} pods and configmaps into {up}…",
@@ -245,6 +245,7 @@ pub async fn load(up: &str) {
         r.unwrap();
     }
     eprintln!("loaded in {:.0?}", started.elapsed());
+    true
 }
 
 /// kubecache as its own process, as it is deployed.
@@ -297,6 +298,29 @@ impl Kubecache {
             }
             assert!(Instant::now() < deadline, "kubecache never cached {path}");
             tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+impl Kubecache {
+    /// Waits until the type at `path` (e.g. `/api/v1/pods`, resource
+    /// `v1/pods`) holds `n` objects, started by a list that matches
+    /// nothing, so that no list body is kept meanwhile.
+    pub async fn wait_cached_quietly(&self, path: &str, resource: &str, n: usize) {
+        let c = client();
+        let nothing = format!(
+            "{}{path}?resourceVersion=0&labelSelector=kubecache-bench%3Dnone",
+            self.url
+        );
+        let gauge = format!("kubecache_cache_objects{{resource=\"{resource}\"}}");
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            get_json(&c, &nothing).await;
+            if metric(&self.url, &gauge).await as usize >= n {
+                return;
+            }
+            assert!(Instant::now() < deadline, "kubecache never cached {path}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 }
