@@ -84,6 +84,14 @@ fn main() {
     let pods = NAMESPACES * PER_NAMESPACE;
     // What holding the same objects costs each: kubecache's growth from
     // caching them (no list body kept yet), the apiserver's from loading.
+    rt.block_on(async {
+        while get_json(&client(), &format!("{}/version", kc.url))
+            .await
+            .is_null()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
     let kc_rss_empty = rss(kc.pid());
     rt.block_on(async {
         kc.wait_cached_quietly("/api/v1/pods", "v1/pods", pods)
