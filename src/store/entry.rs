@@ -45,8 +45,9 @@ pub enum EntryError {
 
 /// An entry's labels and selectable fields: every key and value in one
 /// string, and where each ends. As a dozen separately allocated short
-/// strings per pod they cost a cache of 100,000 pods about 40 MB more
-/// (allocation headers and rounding), a seventh of the objects' own bytes.
+/// strings per pod, each with its name, they cost a cache of 100,000 pods
+/// about 60 MB more (allocation headers, rounding, 24-byte name-and-end
+/// pairs): a fifth of the objects' own bytes (benches/memory).
 #[derive(Debug, Default)]
 pub struct Attrs {
     text: Box<str>,
