@@ -218,24 +218,41 @@ impl Indenter<'_> {
                 } else {
                     self.value(child, depth + 1);
                 }
-                self.skip_ws();
-                match self.peek() {
-                    Some(b',') => {
-                        self.pos += 1;
-                        self.out.push(b',');
-                        self.newline(self.indent);
-                    }
-                    Some(b'}') => {
-                        self.pos += 1;
-                        break;
-                    }
-                    _ => return self.bail(),
+                match self.after_member(b'}') {
+                    Some(true) => {}
+                    Some(false) => break,
+                    None => return self.bail(),
                 }
             }
         }
+        self.close(b'}');
+    }
+
+    /// After a member or element: a comma goes out with a new line
+    /// (`Some(true)`: another follows), `close` is consumed (`Some(false)`),
+    /// anything else is malformed (`None`).
+    fn after_member(&mut self, close: u8) -> Option<bool> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                self.out.push(b',');
+                self.newline(self.indent);
+                Some(true)
+            }
+            Some(c) if c == close => {
+                self.pos += 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// Ends an object or array opened at the indent before this one.
+    fn close(&mut self, close: u8) {
         self.newline(self.indent - 2);
         self.indent -= 2;
-        self.out.push(b'}');
+        self.out.push(close);
     }
 
     fn array(&mut self, ctx: Ctx, depth: usize) {
@@ -255,23 +272,13 @@ impl Indenter<'_> {
         self.newline(self.indent);
         loop {
             self.value(item, depth + 1);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => {
-                    self.pos += 1;
-                    self.out.push(b',');
-                    self.newline(self.indent);
-                }
-                Some(b']') => {
-                    self.pos += 1;
-                    break;
-                }
-                _ => return self.bail(),
+            match self.after_member(b']') {
+                Some(true) => {}
+                Some(false) => break,
+                None => return self.bail(),
             }
         }
-        self.newline(self.indent - 2);
-        self.indent -= 2;
-        self.out.push(b']');
+        self.close(b']');
     }
 
     /// A string token, escapes and all.

@@ -638,15 +638,20 @@ mod tests {
     use super::*;
     use crate::sim::SimOptions;
 
-    #[test]
-    fn every_simulated_type_has_kubecaches_printer() {
-        let sim = Sim::new(&SimOptions {
+    /// Every type, no generated objects.
+    fn bare_sim() -> std::sync::Arc<Sim> {
+        Sim::new(&SimOptions {
             pods: 0,
             configmaps: 0,
             nodes: 0,
             namespaces: 1,
             ..Default::default()
-        });
+        })
+    }
+
+    #[test]
+    fn every_simulated_type_has_kubecaches_printer() {
+        let sim = bare_sim();
         for t in sim.types.values() {
             assert!(t.printer.is_some(), "{}", t.rt.gvr);
         }
@@ -654,13 +659,7 @@ mod tests {
 
     #[test]
     fn internal_types_are_named_as_go_prints_them() {
-        let sim = Sim::new(&SimOptions {
-            pods: 0,
-            configmaps: 0,
-            nodes: 0,
-            namespaces: 1,
-            ..Default::default()
-        });
+        let sim = bare_sim();
         let t = |g, r| sim.type_of(g, "v1", r).unwrap().clone();
         assert_eq!(go_type(&t("", "pods"), false), "*core.Pod");
         assert_eq!(go_type(&t("", "events"), true), "*core.EventList");
