@@ -314,8 +314,58 @@ pub fn go_quote(s: &str) -> String {
     out
 }
 
+/// How one selectable field is read from the object's JSON (pointers into
+/// the served version).
+#[derive(Debug, Clone, Copy)]
+pub enum Read {
+    /// A string (a bool or number as Go prints it); missing is "".
+    Str(&'static str),
+    /// An integer; missing is 0.
+    Int(&'static str),
+    /// A bool; missing is false.
+    Bool(&'static str),
+    /// The first pointer's string, or the second's when that is empty.
+    StrOr(&'static str, &'static str),
+}
+
+impl Read {
+    fn value(self, obj: &Value) -> String {
+        match self {
+            Read::Str(p) => str_at(obj, p),
+            Read::Int(p) => at(obj, p).and_then(Value::as_i64).unwrap_or(0).to_string(),
+            Read::Bool(p) => at(obj, p)
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+                .to_string(),
+            Read::StrOr(p, q) => Some(str_at(obj, p))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| str_at(obj, q)),
+        }
+    }
+
+    /// The pointers it reads.
+    pub fn pointers(self) -> impl Iterator<Item = &'static str> {
+        let (p, q) = match self {
+            Read::Str(p) | Read::Int(p) | Read::Bool(p) => (p, None),
+            Read::StrOr(p, q) => (p, Some(q)),
+        };
+        std::iter::once(p).chain(q)
+    }
+}
+
+/// `Value::pointer` without its unescaping, which allocated for every
+/// token of every field of every object taken in (the table's pointers have
+/// no escapes).
+fn at<'v>(obj: &'v Value, ptr: &str) -> Option<&'v Value> {
+    ptr.split('/').skip(1).try_fold(obj, |v, token| match v {
+        Value::Object(m) => m.get(token),
+        Value::Array(a) => a.get(token.parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
 fn str_at(obj: &Value, ptr: &str) -> String {
-    match obj.pointer(ptr) {
+    match at(obj, ptr) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Bool(b)) => b.to_string(),
         Some(Value::Number(n)) => n.to_string(),
@@ -323,95 +373,99 @@ fn str_at(obj: &Value, ptr: &str) -> String {
     }
 }
 
-fn int_at(obj: &Value, ptr: &str) -> String {
-    obj.pointer(ptr)
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
-        .to_string()
+/// The core Event's field set, whichever API version the object came in
+/// (`events.k8s.io` names the same things differently).
+macro_rules! event_fields {
+    ($involved:literal, $reporting:literal, $source:literal) => {
+        &[
+            (
+                "involvedObject.kind",
+                Read::Str(concat!($involved, "/kind")),
+            ),
+            (
+                "involvedObject.namespace",
+                Read::Str(concat!($involved, "/namespace")),
+            ),
+            (
+                "involvedObject.name",
+                Read::Str(concat!($involved, "/name")),
+            ),
+            ("involvedObject.uid", Read::Str(concat!($involved, "/uid"))),
+            (
+                "involvedObject.apiVersion",
+                Read::Str(concat!($involved, "/apiVersion")),
+            ),
+            (
+                "involvedObject.resourceVersion",
+                Read::Str(concat!($involved, "/resourceVersion")),
+            ),
+            (
+                "involvedObject.fieldPath",
+                Read::Str(concat!($involved, "/fieldPath")),
+            ),
+            ("reason", Read::Str("/reason")),
+            ("reportingComponent", Read::Str($reporting)),
+            (
+                "source",
+                Read::StrOr(concat!($source, "/component"), $reporting),
+            ),
+            ("type", Read::Str("/type")),
+        ]
+    };
+}
+
+/// A kind's type-specific field set (metadata fields are answered from the
+/// entry itself), as its registry's `ToSelectableFields` builds it from the
+/// internal object.
+pub fn field_table(group: &str, kind: &str) -> &'static [(&'static str, Read)] {
+    match (group, kind) {
+        ("", "Pod") => &[
+            ("spec.nodeName", Read::Str("/spec/nodeName")),
+            ("spec.restartPolicy", Read::Str("/spec/restartPolicy")),
+            ("spec.schedulerName", Read::Str("/spec/schedulerName")),
+            (
+                "spec.serviceAccountName",
+                Read::Str("/spec/serviceAccountName"),
+            ),
+            ("status.phase", Read::Str("/status/phase")),
+            ("status.podIP", Read::Str("/status/podIPs/0/ip")),
+            (
+                "status.nominatedNodeName",
+                Read::Str("/status/nominatedNodeName"),
+            ),
+        ],
+        ("", "Node") => &[("spec.unschedulable", Read::Bool("/spec/unschedulable"))],
+        ("", "Namespace") => &[
+            ("status.phase", Read::Str("/status/phase")),
+            ("name", Read::Str("/metadata/name")),
+        ],
+        ("", "Secret") => &[("type", Read::Str("/type"))],
+        ("", "Event") => event_fields!("/involvedObject", "/reportingComponent", "/source"),
+        ("events.k8s.io", "Event") => {
+            event_fields!("/regarding", "/reportingController", "/deprecatedSource")
+        }
+        ("", "ReplicationController") => &[("status.replicas", Read::Int("/status/replicas"))],
+        ("batch", "Job") => &[("status.successful", Read::Int("/status/succeeded"))],
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            &[("spec.signerName", Read::Str("/spec/signerName"))]
+        }
+        _ => &[],
+    }
 }
 
 /// Whether a kind's objects have selectable fields beyond metadata, i.e.
 /// whether they must be looked into when cached.
 pub fn has_type_fields(group: &str, kind: &str) -> bool {
-    !selectable_fields(group, kind, &Value::Null).is_empty()
+    !field_table(group, kind).is_empty()
 }
 
-/// The type-specific field set of one object (metadata fields are answered
-/// from the entry itself), as each registry's `ToSelectableFields` builds
-/// it from the internal object — read here from the served version's JSON.
+/// The type-specific field set of one object, read from the served
+/// version's JSON.
 pub fn selectable_fields(group: &str, kind: &str, obj: &Value) -> Vec<(&'static str, String)> {
-    match (group, kind) {
-        ("", "Pod") => vec![
-            ("spec.nodeName", str_at(obj, "/spec/nodeName")),
-            ("spec.restartPolicy", str_at(obj, "/spec/restartPolicy")),
-            ("spec.schedulerName", str_at(obj, "/spec/schedulerName")),
-            (
-                "spec.serviceAccountName",
-                str_at(obj, "/spec/serviceAccountName"),
-            ),
-            ("status.phase", str_at(obj, "/status/phase")),
-            ("status.podIP", str_at(obj, "/status/podIPs/0/ip")),
-            (
-                "status.nominatedNodeName",
-                str_at(obj, "/status/nominatedNodeName"),
-            ),
-        ],
-        ("", "Node") => {
-            let unsched = obj
-                .pointer("/spec/unschedulable")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            vec![("spec.unschedulable", unsched.to_string())]
-        }
-        ("", "Namespace") => vec![
-            ("status.phase", str_at(obj, "/status/phase")),
-            ("name", str_at(obj, "/metadata/name")),
-        ],
-        ("", "Secret") => vec![("type", str_at(obj, "/type"))],
-        ("", "Event") => event_fields(obj, "/involvedObject", "/reportingComponent", "/source"),
-        ("events.k8s.io", "Event") => event_fields(
-            obj,
-            "/regarding",
-            "/reportingController",
-            "/deprecatedSource",
-        ),
-        ("", "ReplicationController") => {
-            vec![("status.replicas", int_at(obj, "/status/replicas"))]
-        }
-        ("batch", "Job") => vec![("status.successful", int_at(obj, "/status/succeeded"))],
-        ("certificates.k8s.io", "CertificateSigningRequest") => {
-            vec![("spec.signerName", str_at(obj, "/spec/signerName"))]
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// The core Event's field set, whichever API version the object came in.
-fn event_fields(
-    obj: &Value,
-    involved: &str,
-    reporting: &str,
-    source: &str,
-) -> Vec<(&'static str, String)> {
-    let at = |field: &str| str_at(obj, &format!("{involved}/{field}"));
-    let reporting_controller = str_at(obj, reporting);
-    let mut source = str_at(obj, &format!("{source}/component"));
-    if source.is_empty() {
-        source = reporting_controller.clone();
-    }
-    vec![
-        ("involvedObject.kind", at("kind")),
-        ("involvedObject.namespace", at("namespace")),
-        ("involvedObject.name", at("name")),
-        ("involvedObject.uid", at("uid")),
-        ("involvedObject.apiVersion", at("apiVersion")),
-        ("involvedObject.resourceVersion", at("resourceVersion")),
-        ("involvedObject.fieldPath", at("fieldPath")),
-        ("reason", str_at(obj, "/reason")),
-        ("reportingComponent", reporting_controller),
-        ("source", source),
-        ("type", str_at(obj, "/type")),
-    ]
+    field_table(group, kind)
+        .iter()
+        .map(|(name, read)| (*name, read.value(obj)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -149,12 +149,6 @@ pub struct Entry {
 }
 
 #[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(borrow)]
-    metadata: &'a RawValue,
-}
-
-#[derive(Deserialize)]
 struct Meta<'a> {
     #[serde(borrow, default)]
     name: Option<std::borrow::Cow<'a, str>>,
@@ -219,7 +213,8 @@ pub struct TypeCodec {
     /// `{"kind":"Pod","apiVersion":"v1",`: what a typed object has before
     /// its list-item form's first field.
     type_meta: Bytes,
-    type_fields: bool,
+    /// What of an object its selectable fields are read from.
+    wanted: Arc<super::pruned::Wanted>,
 }
 
 impl TypeCodec {
@@ -242,7 +237,11 @@ impl TypeCodec {
                 serde_json::Value::from(kind),
                 serde_json::Value::from(api_version)
             )),
-            type_fields: crate::selector::field::has_type_fields(group, kind),
+            wanted: Arc::new(super::pruned::Wanted::of(
+                crate::selector::field::field_table(group, kind)
+                    .iter()
+                    .flat_map(|(_, read)| read.pointers()),
+            )),
         }
     }
 
@@ -265,8 +264,8 @@ impl TypeCodec {
 
     /// An entry from a list item's bytes, as the upstream listed it.
     pub fn from_item(&self, item: Bytes) -> Result<Entry, EntryError> {
-        let head: Head = serde_json::from_slice(&item)?;
-        let raw_meta = head.metadata.get();
+        let (raw_meta, pruned) = super::pruned::read(&item, &self.wanted)?;
+        let raw_meta = raw_meta.get();
         let meta: Meta = serde_json::from_str(raw_meta)?;
         let meta_bytes = match self.style {
             ListStyle::Typed => {
@@ -290,12 +289,7 @@ impl TypeCodec {
             Some(ns) => (format!("{ns}/{name}").into(), ns.len() as u32),
             None => (Arc::from(&*name), 0),
         };
-        let fields = if self.type_fields {
-            let value: serde_json::Value = serde_json::from_slice(&item)?;
-            crate::selector::field::selectable_fields(&self.group, &self.kind, &value)
-        } else {
-            Vec::new()
-        };
+        let fields = crate::selector::field::selectable_fields(&self.group, &self.kind, &pruned);
         let attrs = Attrs::new(meta.labels.unwrap_or_default(), fields);
         Ok(Entry {
             key,
@@ -480,6 +474,89 @@ mod tests {
             .from_object(br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}"#)
             .is_err());
         assert!(c.parse_list(b"[1,2]").is_err());
+    }
+
+    /// Every kind with selectable fields, as an object in which each of
+    /// them is set (among fields that are not).
+    fn objects_with_every_field_set() -> Vec<(&'static str, &'static str, serde_json::Value)> {
+        use serde_json::json;
+        let meta = |name: &str| json!({"name": name, "namespace": "ns", "resourceVersion": "5", "labels": {"a": "b"}});
+        let mut pod = crate::sim::generate::Generator::new(7).pod("ns", 3, 4);
+        pod["metadata"]["resourceVersion"] = json!("5");
+        pod["metadata"]["labels"]["a"] = json!("b");
+        pod["spec"]["restartPolicy"] = json!("OnFailure");
+        pod["spec"]["serviceAccountName"] = json!("sa");
+        pod["status"]["nominatedNodeName"] = json!("n9");
+        vec![
+            ("", "Pod", pod),
+            (
+                "",
+                "Node",
+                json!({"metadata": meta("n1"), "spec": {"podCIDR": "10.0.0.0/24", "unschedulable": true}}),
+            ),
+            (
+                "",
+                "Namespace",
+                json!({"metadata": meta("kube-system"), "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Terminating"}}),
+            ),
+            (
+                "",
+                "Secret",
+                json!({"metadata": meta("s"), "data": {"k": "dg=="}, "type": "kubernetes.io/tls"}),
+            ),
+            (
+                "",
+                "Event",
+                json!({"metadata": meta("e"), "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "p", "uid": "u", "apiVersion": "v1", "resourceVersion": "3", "fieldPath": "spec.containers{c}"}, "reason": "Started", "message": "m", "source": {"component": "kubelet", "host": "n1"}, "reportingComponent": "rc", "type": "Normal"}),
+            ),
+            (
+                "events.k8s.io",
+                "Event",
+                json!({"metadata": meta("e"), "regarding": {"kind": "Pod", "namespace": "ns", "name": "p", "uid": "u", "apiVersion": "v1", "resourceVersion": "3", "fieldPath": "f"}, "reason": "Pulled", "reportingController": "kubelet", "note": "n", "type": "Warning"}),
+            ),
+            (
+                "",
+                "ReplicationController",
+                json!({"metadata": meta("rc"), "spec": {"replicas": 3}, "status": {"replicas": 2, "readyReplicas": 1}}),
+            ),
+            (
+                "batch",
+                "Job",
+                json!({"metadata": meta("j"), "spec": {"parallelism": 2}, "status": {"succeeded": 4, "failed": 1}}),
+            ),
+            (
+                "certificates.k8s.io",
+                "CertificateSigningRequest",
+                json!({"metadata": meta("csr"), "spec": {"request": "eA==", "signerName": "kubernetes.io/kubelet-serving"}}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn entries_keep_every_selectable_field_as_a_whole_parse_reads_it() {
+        use crate::selector::field::{field_table, selectable_fields};
+        for (group, kind, object) in objects_with_every_field_set() {
+            let codec = TypeCodec::new(
+                group,
+                "v1",
+                kind,
+                kind != "Node" && kind != "Namespace" && kind != "CertificateSigningRequest",
+                ListStyle::Unstructured,
+            );
+            let entry = codec
+                .from_item(Bytes::from(serde_json::to_vec(&object).unwrap()))
+                .unwrap();
+            let whole = selectable_fields(group, kind, &object);
+            assert_eq!(whole.len(), field_table(group, kind).len());
+            for (name, value) in whole {
+                assert!(
+                    !value.is_empty() && value != "0" && value != "false",
+                    "{kind}'s test object leaves {name} unset"
+                );
+                assert_eq!(entry.field(name), Some(&*value), "{group}/{kind} {name}");
+            }
+            assert_eq!(entry.label("a"), Some("b"));
+        }
     }
 
     #[test]

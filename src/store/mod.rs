@@ -7,6 +7,7 @@
 
 pub mod entry;
 pub mod page;
+mod pruned;
 
 pub use entry::{Attrs, Entry, EntryError, ListStyle, TypeCodec};
 
