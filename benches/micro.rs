@@ -11,9 +11,12 @@ use kubecache::encode::table::{Include, Printer, TableSpec};
 use kubecache::request::accept::MetaVersion;
 use kubecache::request::ContinueToken;
 use kubecache::selector::{FieldSelector, LabelSelector};
+use kubecache::serve::bodies::Budget;
 use kubecache::serve::compress;
+use kubecache::serve::pieces::Pieces;
 use kubecache::sim::{Sim, SimOptions};
 use kubecache::store::page::{read_page, PageRequest};
+use std::sync::Arc;
 
 const PODS: usize = 10_000;
 
@@ -127,6 +130,53 @@ fn benches(c: &mut Criterion) {
             b.iter(|| black_box(compress::gzip_at(&body, flate2::Compression::new(level))))
         });
     }
+    g.finish();
+
+    // The other way to never compress the same bytes twice: each item
+    // compressed once on its own, as the piece that follows its predecessor
+    // (whose bytes are its window), and a body stitched from the pieces
+    // (src/serve/pieces.rs).
+    let items: Vec<&[u8]> = page.items.iter().map(|e| &e.item[..]).collect();
+    let piece = |i: usize, window: bool| match (i, window) {
+        (0, _) => compress::Piece::new(b"", &[items[0]]),
+        (_, true) => compress::Piece::new(items[i - 1], &[b",", items[i]]),
+        (_, false) => compress::Piece::new(b"", &[b",", items[i]]),
+    };
+    let no_window: usize = (0..items.len()).map(|i| piece(i, false).len()).sum();
+    eprintln!(
+        "pieces without a window: {:.1}% of the JSON",
+        100.0 * no_window as f64 / body.len() as f64
+    );
+    let (head, tail) = json::list_ends(&pods.codec, &ListMeta::of_page(snap.rv, &page));
+    let pieces = Arc::new(Pieces::new(Arc::new(Budget::default())));
+    // The first stitch finds none and has them made in the background.
+    let z = loop {
+        match pieces.stitch(&head, &page.items, &tail, &snap.items) {
+            Some(z) => break z,
+            None => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    };
+    eprintln!(
+        "stitched gzip: {} of {} bytes ({:.1}%)",
+        z.len(),
+        body.len(),
+        100.0 * z.len() as f64 / body.len() as f64
+    );
+    let mut g = c.benchmark_group("gzip stitched");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.sample_size(10);
+    g.bench_function(
+        "compress every item as a piece after its predecessor",
+        |b| b.iter(|| black_box((0..items.len()).map(|i| piece(i, true)).collect::<Vec<_>>())),
+    );
+    g.bench_function("stitch the 10k-pod list from kept pieces", |b| {
+        b.iter(|| black_box(pieces.stitch(&head, &page.items, &tail, &snap.items)))
+    });
+    g.finish();
+    let mut g = c.benchmark_group("gzip stitched");
+    g.bench_function("one changed item: its piece and its successor's", |b| {
+        b.iter(|| black_box((piece(PODS / 2, true), piece(PODS / 2 + 1, true))))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("pretty");

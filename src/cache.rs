@@ -28,6 +28,8 @@ pub struct TypeCache {
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
     /// Finished list bodies of the newest snapshot.
     pub bodies: BodyCache,
+    /// Gzip pieces of the objects, for stitching gzipped lists.
+    pub pieces: Arc<crate::serve::pieces::Pieces>,
 }
 
 impl AsRef<Store> for TypeCache {
@@ -47,7 +49,8 @@ impl TypeCache {
             stats: ReflectorStats::default(),
             builtin_printer: Default::default(),
             custom_printer: Default::default(),
-            bodies: BodyCache::new(budget),
+            bodies: BodyCache::new(budget.clone()),
+            pieces: Arc::new(crate::serve::pieces::Pieces::new(budget)),
         }
     }
 

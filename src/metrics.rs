@@ -116,6 +116,23 @@ pub fn list_body(outcome: BodyOutcome, kept_bytes: usize) {
     gauge!("kubecache_list_bodies_kept_bytes").set(kept_bytes as f64);
 }
 
+/// How a gzipped list body was compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GzipHow {
+    /// From the objects' kept pieces (src/serve/pieces.rs).
+    Stitched,
+    /// All of it at once (pieces missing).
+    Whole,
+}
+
+pub fn gzip_list(how: GzipHow) {
+    let how = match how {
+        GzipHow::Stitched => "stitched",
+        GzipHow::Whole => "whole",
+    };
+    counter!("kubecache_gzip_list_bodies_total", "how" => how).increment(1);
+}
+
 pub fn watch_event(resource: &str, kind: EventType) {
     counter!(
         "apiserver_watch_cache_events_received_total",

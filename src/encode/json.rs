@@ -166,45 +166,52 @@ pub(crate) fn list_meta(meta: &ListMeta, style: ListStyle) -> String {
 
 /// A whole list body, items spliced from their cached bytes.
 pub fn list(codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
+    let (head, tail) = list_ends(codec, meta);
+    join(&head, items, &tail)
+}
+
+/// `head`, the items comma-separated, `tail`.
+pub fn join(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> Bytes {
     let size: usize = items.iter().map(|e| e.item.len() + 1).sum();
-    let mut b = BytesMut::with_capacity(size + 256);
-    let meta = list_meta(meta, codec.style);
-    let put_items = |b: &mut BytesMut| {
-        b.put_slice(b"\"items\":[");
-        for (i, e) in items.iter().enumerate() {
-            if i > 0 {
-                b.put_u8(b',');
-            }
-            b.put_slice(&e.item);
+    let mut b = BytesMut::with_capacity(head.len() + size + tail.len());
+    b.put_slice(head);
+    for (i, e) in items.iter().enumerate() {
+        if i > 0 {
+            b.put_u8(b',');
         }
-        b.put_u8(b']');
-    };
-    match codec.style {
-        ListStyle::Typed => {
-            b.put_slice(
-                format!(
-                    "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{meta},",
-                    json_str(&codec.list_kind),
-                    json_str(&codec.api_version)
-                )
-                .as_bytes(),
-            );
-            put_items(&mut b);
-            b.put_slice(b"}\n");
-        }
-        ListStyle::Unstructured => {
-            b.put_slice(format!("{{\"apiVersion\":{},", json_str(&codec.api_version)).as_bytes());
-            put_items(&mut b);
-            b.put_slice(
-                format!(
-                    ",\"kind\":{},\"metadata\":{meta}}}\n",
-                    json_str(&codec.list_kind)
-                )
-                .as_bytes(),
-            );
-        }
+        b.put_slice(&e.item);
     }
+    b.put_slice(tail);
     b.freeze()
+}
+
+/// What a list body has before its first item and after its last: the
+/// items go between, comma-separated.
+pub fn list_ends(codec: &TypeCodec, meta: &ListMeta) -> (Vec<u8>, Vec<u8>) {
+    let meta = list_meta(meta, codec.style);
+    match codec.style {
+        ListStyle::Typed => (
+            format!(
+                "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{meta},\"items\":[",
+                json_str(&codec.list_kind),
+                json_str(&codec.api_version)
+            )
+            .into_bytes(),
+            b"]}\n".to_vec(),
+        ),
+        ListStyle::Unstructured => (
+            format!(
+                "{{\"apiVersion\":{},\"items\":[",
+                json_str(&codec.api_version)
+            )
+            .into_bytes(),
+            format!(
+                "],\"kind\":{},\"metadata\":{meta}}}\n",
+                json_str(&codec.list_kind)
+            )
+            .into_bytes(),
+        ),
+    }
 }
 
 /// A single object body, as a get returns it.

@@ -148,7 +148,7 @@ impl Budget {
         self.used.load(Ordering::Relaxed)
     }
 
-    fn take(&self, n: usize) -> bool {
+    pub(super) fn take(&self, n: usize) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
@@ -157,7 +157,7 @@ impl Budget {
             .is_ok()
     }
 
-    fn give_back(&self, n: usize) {
+    pub(super) fn give_back(&self, n: usize) {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
 }

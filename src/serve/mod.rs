@@ -5,6 +5,7 @@ pub mod bodies;
 pub mod compress;
 pub mod health;
 pub mod passthrough;
+pub mod pieces;
 pub mod read;
 pub mod route;
 pub mod watch;

@@ -1,18 +1,23 @@
 //! Executing a read the router decided to serve from the cache.
 
 use super::bodies::{BodyKey, Finished, Output, ReprKey};
+use super::compress;
+use super::pieces::Pieces;
 use super::route::{ForwardReason, Read};
 use super::watch::{self, Interference};
 use crate::cache::TypeCache;
-use crate::encode::json::ListMeta;
+use crate::encode::json::{self, ListMeta};
+use crate::encode::pretty::Layout;
 use crate::encode::Repr;
 use crate::request::{ContinueToken, ReadMode};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
-use crate::store::Snapshot;
+use crate::store::{Entry, Items, Snapshot};
 use crate::upstream::Body;
 use bytes::Bytes;
 use http::Response;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,7 +123,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             };
             let limit = if paged { limit } else { 0 };
             // Assembled before anything awaits: a Table's spec is not `Sync`.
-            let make = || {
+            let make = || -> Pin<Box<dyn Future<Output = Result<Finished, Status>> + Send>> {
                 let req = PageRequest {
                     prefix: &prefix,
                     start: start.as_deref(),
@@ -128,7 +133,29 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 };
                 let page = read_page(&snap.items, &req);
                 let meta = ListMeta::of_page(snap.rv, &page);
-                Finished::make(repr.list(&codec, &meta, &page.items), out)
+                // Unfiltered, the items are a key-ordered run of the
+                // snapshot: their gzip pieces fit together.
+                let stitchable = out.gzip
+                    && out.layout == Layout::Compact
+                    && matches!(repr, Repr::Json)
+                    && labels.is_empty()
+                    && fields.is_empty();
+                if stitchable {
+                    let (head, tail) = json::list_ends(&codec, &meta);
+                    let size = head.len()
+                        + tail.len()
+                        + page.items.iter().map(|e| e.item.len() + 1).sum::<usize>();
+                    if size > compress::THRESHOLD {
+                        return Box::pin(gzipped_list(
+                            tc.pieces.clone(),
+                            head,
+                            page.items,
+                            tail,
+                            snap.items.clone(),
+                        ));
+                    }
+                }
+                Box::pin(Finished::make(repr.list(&codec, &meta, &page.items), out))
             };
             // Whole lists and pages of the newest snapshot are what many
             // clients ask for alike: kept until the next event.
@@ -155,6 +182,30 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             }
         }
     }
+}
+
+/// A compact JSON list, gzipped: stitched from its items' pieces when they
+/// are at hand, compressed whole otherwise.
+async fn gzipped_list(
+    pieces: Arc<Pieces>,
+    head: Vec<u8>,
+    items: Vec<Arc<Entry>>,
+    tail: Vec<u8>,
+    all: Items,
+) -> Result<Finished, Status> {
+    let work = move || {
+        let bytes = match pieces.stitch(&head, &items, &tail, &all) {
+            Some(z) => z,
+            None => compress::gzip(&json::join(&head, &items, &tail)),
+        };
+        Finished {
+            bytes,
+            gzipped: true,
+        }
+    };
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Status::internal(format!("finishing the response: {e}")))
 }
 
 /// The state at exactly `rv`, if the cache has it: within its history and
