@@ -3,7 +3,9 @@
 //! kubecache — with nginx serving the identical list bytes from a file
 //! (plain and pre-compressed) as the machine's limit. curl is the client,
 //! with its own User-Agent, so both servers indent JSON as they do for
-//! curl; one row repeats the list with a client's agent (compact JSON).
+//! curl; one row repeats the list with a client's agent (compact JSON),
+//! and one the gzipped list with a pod patched upstream before each request
+//! (every request finds a new version, as in a busy cluster).
 //!
 //! `cargo bench --bench side_by_side` (uses `KUBECACHE_REAL_APISERVER` if
 //! set, else builds and starts one; `BENCH_N` requests per case, default 30).
@@ -26,6 +28,9 @@ struct Case {
     walk: bool,
     /// The nginx file serving the same bytes, if any.
     file: Option<&'static str>,
+    /// A pod on the apiserver to patch before each sample, so that every
+    /// request finds a new version (a cluster's churn).
+    event: Option<String>,
 }
 
 /// One sample: a request, or a walk of pages.
@@ -61,7 +66,24 @@ fn measure(base: &str, c: &Case, n: usize, scratch: &Path) -> (Sample, u64) {
     }
     let mut times = Vec::with_capacity(n);
     let mut bytes = 0;
-    for _ in 0..n {
+    for i in 0..n {
+        if let Some(pod) = &c.event {
+            let patch = format!(r#"{{"metadata":{{"annotations":{{"bench/n":"{i}"}}}}}}"#);
+            let out = std::process::Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PATCH"])
+                .args([
+                    "-H",
+                    "Content-Type: application/merge-patch+json",
+                    "-d",
+                    &patch,
+                    pod,
+                ])
+                .output()
+                .expect("curl");
+            assert_eq!(out.stdout, b"200", "patching {pod}");
+            // The event reaches kubecache's cache within milliseconds.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
         let (code, size, secs) = sample(base, c, scratch);
         assert_eq!(code, 200, "{base}{} answered {code}", c.path);
         bytes = size;
@@ -145,6 +167,7 @@ fn main() {
             headers: vec![],
             walk: false,
             file: Some("/pods.json"),
+            event: None,
         },
         Case {
             name: "pods list RV=0, JSON (client agent: compact)",
@@ -152,6 +175,7 @@ fn main() {
             headers: vec![AGENT],
             walk: false,
             file: Some("/pods-compact.json"),
+            event: None,
         },
         Case {
             name: "pods list RV=0, gzip (curl)",
@@ -159,6 +183,7 @@ fn main() {
             headers: vec![GZIP],
             walk: false,
             file: Some("/pods.json"),
+            event: None,
         },
         Case {
             name: "pods list RV=0, gzip (client agent)",
@@ -166,6 +191,15 @@ fn main() {
             headers: vec![GZIP, AGENT],
             walk: false,
             file: Some("/pods-compact.json"),
+            event: None,
+        },
+        Case {
+            name: "pods list RV=0, gzip (client agent), a pod changed before each",
+            path: all.clone(),
+            headers: vec![GZIP, AGENT],
+            walk: false,
+            file: None,
+            event: Some(format!("{}/api/v1/namespaces/{ns}/pods/{name}", ra.url)),
         },
         Case {
             name: "pods list RV=0, Table",
@@ -173,6 +207,7 @@ fn main() {
             headers: vec![TABLE],
             walk: false,
             file: None,
+            event: None,
         },
         Case {
             name: "pods list RV=0, PartialObjectMetadataList",
@@ -180,6 +215,7 @@ fn main() {
             headers: vec![META],
             walk: false,
             file: None,
+            event: None,
         },
         Case {
             name: "namespace list, 200 pods",
@@ -187,6 +223,7 @@ fn main() {
             headers: vec![],
             walk: false,
             file: None,
+            event: None,
         },
         Case {
             name: "paginated walk, limit=500 (20 pages)",
@@ -194,6 +231,7 @@ fn main() {
             headers: vec![AGENT],
             walk: true,
             file: None,
+            event: None,
         },
         Case {
             name: "single get",
@@ -201,6 +239,7 @@ fn main() {
             headers: vec![],
             walk: false,
             file: None,
+            event: None,
         },
     ];
 
@@ -220,6 +259,7 @@ fn main() {
                     headers,
                     walk: false,
                     file: None,
+                    event: None,
                 };
                 let (s, sb) = measure(&ng.url, &file_case, n, &scratch);
                 format!(
