@@ -148,6 +148,11 @@ impl Budget {
         self.used.load(Ordering::Relaxed)
     }
 
+    /// Whether anything more can be kept at all.
+    pub(super) fn has_room(&self) -> bool {
+        self.used() < self.limit.load(Ordering::Relaxed)
+    }
+
     pub(super) fn take(&self, n: usize) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
         self.used

@@ -144,7 +144,8 @@ impl Pieces {
     /// Makes the pieces of every item of `all` that has none, unless that
     /// is already under way.
     fn fill(self: &Arc<Self>, all: Items) {
-        if self.filling.swap(true, Ordering::AcqRel) {
+        // Pieces that could not be kept would be made again and again.
+        if !self.budget.has_room() || self.filling.swap(true, Ordering::AcqRel) {
             return;
         }
         let me = self.clone();
@@ -152,6 +153,9 @@ impl Pieces {
             let entries: Vec<&Arc<Entry>> = all.values().collect();
             // In batches, so that stitching is not held up meanwhile.
             for batch in entries.windows(2).collect::<Vec<_>>().chunks(256) {
+                if !me.budget.has_room() {
+                    break;
+                }
                 let todo: Vec<_> = {
                     let inner = me.lock();
                     batch
