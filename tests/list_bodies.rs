@@ -274,3 +274,66 @@ async fn gzipped_lists_after_events_are_stitched_and_are_the_plain_list() {
     .await
     .expect("timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_of_exactly_the_gzip_threshold_goes_out_plain_and_one_byte_more_gzipped() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let cms = "/api/v1/namespaces/edge/configmaps";
+        let cm = |pad: usize| {
+            serde_json::json!({"metadata": {"name": "big", "namespace": "edge"}, "data": {"pad": "x".repeat(pad)}})
+        };
+        let r = send(Method::POST, &format!("{}{cms}", sim.url), Some(cm(120_000))).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        let list_url = format!("{}{cms}?resourceVersion=0", p.url);
+        let plain = [("accept", "application/json")];
+        let gz = [("accept", "application/json"), ("accept-encoding", "gzip")];
+        let tc = p
+            .cache
+            .all()
+            .into_iter()
+            .find(|t| t.rt.gvr.resource == "configmaps")
+            .unwrap();
+        let mut pad = 120_000i64;
+        for target in [131_072usize, 131_073] {
+            // Resize the object until the list is exactly `target` bytes
+            // (its versions' digits may move it a little each time).
+            let mut body = Vec::new();
+            for _ in 0..10 {
+                (body, _) = list(&list_url, &plain).await;
+                if body.len() == target {
+                    break;
+                }
+                pad += target as i64 - body.len() as i64;
+                let rv = tc.store.rv();
+                let r = send(
+                    Method::PUT,
+                    &format!("{}{cms}/big", sim.url),
+                    Some(cm(pad as usize)),
+                )
+                .await;
+                assert_eq!(r.status, 200, "{}", r.text());
+                while tc.store.rv() == rv {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+            assert_eq!(body.len(), target);
+            let resp = request_with(&list_url, &gz).await;
+            let encoded = resp.headers().get("content-encoding").cloned();
+            let raw = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+            if target == 131_072 {
+                assert_eq!(encoded, None, "a body of exactly the threshold goes out plain");
+                assert_eq!(raw, body);
+            } else {
+                assert_eq!(encoded.unwrap(), "gzip");
+                let mut out = Vec::new();
+                GzDecoder::new(&raw[..]).read_to_end(&mut out).unwrap();
+                assert_eq!(out, body);
+            }
+        }
+    })
+    .await
+    .expect("timed out");
+}

@@ -170,10 +170,16 @@ pub fn list(codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
     join(&head, items, &tail)
 }
 
+/// The length of what [`join`] makes, exactly: it decides whether a body
+/// is over the gzip threshold.
+pub fn joined_len(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> usize {
+    let commas = items.len().saturating_sub(1);
+    head.len() + items.iter().map(|e| e.item.len()).sum::<usize>() + commas + tail.len()
+}
+
 /// `head`, the items comma-separated, `tail`.
 pub fn join(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> Bytes {
-    let size: usize = items.iter().map(|e| e.item.len() + 1).sum();
-    let mut b = BytesMut::with_capacity(head.len() + size + tail.len());
+    let mut b = BytesMut::with_capacity(joined_len(head, items, tail));
     b.put_slice(head);
     for (i, e) in items.iter().enumerate() {
         if i > 0 {
@@ -296,6 +302,15 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Option<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_joined_body_is_as_long_as_said_whatever_the_item_count() {
+        let e = |k: &str| Arc::new(Entry::for_test(k, 1));
+        for items in [vec![], vec![e("a")], vec![e("a"), e("bb"), e("c")]] {
+            let body = join(b"{[", &items, b"]}");
+            assert_eq!(body.len(), joined_len(b"{[", &items, b"]}"));
+        }
+    }
 
     #[test]
     fn serde_output_is_escaped_as_go_escapes_it() {

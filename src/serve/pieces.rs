@@ -4,7 +4,7 @@
 //! matches reach back into — so after an event the newest list costs
 //! compressing the changed objects and their successors and copying the
 //! rest, not compressing the whole list again (benches/micro.rs, 10k pods:
-//! stitching 2.9 ms, compressing whole 45 ms, 9.7% of the JSON against
+//! stitching 7.7 ms, compressing whole 43-61 ms, 9.7% of the JSON against
 //! 8.7%).
 //!
 //! A piece is only valid right after the very entry it was made after; a

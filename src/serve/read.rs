@@ -142,10 +142,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                     && fields.is_empty();
                 if stitchable {
                     let (head, tail) = json::list_ends(&codec, &meta);
-                    let size = head.len()
-                        + tail.len()
-                        + page.items.iter().map(|e| e.item.len() + 1).sum::<usize>();
-                    if size > compress::THRESHOLD {
+                    if json::joined_len(&head, &page.items, &tail) > compress::THRESHOLD {
                         return Box::pin(gzipped_list(
                             tc.pieces.clone(),
                             head,
