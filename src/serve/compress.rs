@@ -54,7 +54,14 @@ const PIECE_LEVEL: u32 = 6;
 #[derive(Debug)]
 pub struct Piece {
     deflate: Bytes,
-    crc: flate2::Crc,
+    /// CRC-32 of what it decompresses to.
+    crc: u32,
+    /// How many bytes it decompresses to.
+    plain: u64,
+    /// What a preceding CRC is multiplied by to be followed by those bytes
+    /// (see [`crc32`]): made with the piece, so that stitching thousands
+    /// of pieces costs a multiplication each.
+    shift: u32,
 }
 
 impl Piece {
@@ -94,7 +101,9 @@ impl Piece {
         }
         Piece {
             deflate: Bytes::from(out),
-            crc,
+            crc: crc.sum(),
+            plain: len as u64,
+            shift: crc32::shift(len as u64),
         }
     }
 
@@ -120,15 +129,84 @@ pub fn stitch<'a>(pieces: impl IntoIterator<Item = &'a Piece> + Clone) -> Bytes 
     let len: usize = pieces.clone().into_iter().map(Piece::len).sum();
     let mut out = Vec::with_capacity(HEADER.len() + len + LAST_BLOCK.len() + 8);
     out.extend_from_slice(&HEADER);
-    let mut crc = flate2::Crc::new();
+    let (mut crc, mut plain) = (0u32, 0u64);
     for p in pieces {
         out.extend_from_slice(&p.deflate);
-        crc.combine(&p.crc);
+        crc = crc32::combine(crc, p.crc, p.shift);
+        plain += p.plain;
     }
     out.extend_from_slice(&LAST_BLOCK);
-    out.extend_from_slice(&crc.sum().to_le_bytes());
-    out.extend_from_slice(&crc.amount().to_le_bytes());
+    out.extend_from_slice(&crc.to_le_bytes());
+    // ISIZE is the length modulo 2^32.
+    out.extend_from_slice(&(plain as u32).to_le_bytes());
     Bytes::from(out)
+}
+
+/// CRC-32 (gzip's, bit-reflected) arithmetic as zlib's crc32_combine_gen
+/// and crc32_combine_op do it: the CRC of A followed by B is A's CRC
+/// multiplied by x^(8·len(B)), plus B's CRC, all modulo the polynomial.
+/// With x^(8·len(B)) made once per piece, a combination is one product
+/// instead of the O(log len) squarings of a plain combine (which were an
+/// eighth of stitching a 10k-pod list, perf).
+pub mod crc32 {
+    const POLY: u32 = 0xedb8_8320;
+
+    /// a·b modulo the polynomial; bit 31 is x^0.
+    const fn mul(a: u32, mut b: u32) -> u32 {
+        if a == 0 {
+            return 0;
+        }
+        let mut m = 1u32 << 31;
+        let mut p = 0;
+        loop {
+            if a & m != 0 {
+                p ^= b;
+                if a & (m - 1) == 0 {
+                    return p;
+                }
+            }
+            m >>= 1;
+            b = if b & 1 != 0 { (b >> 1) ^ POLY } else { b >> 1 };
+        }
+    }
+
+    /// x^(2^k) modulo the polynomial, for k in 0..32 (the powers repeat
+    /// after that as far as any length here needs).
+    const X2N: [u32; 32] = {
+        let mut t = [0; 32];
+        let mut p = 1u32 << 30; // x^1
+        let mut k = 0;
+        while k < 32 {
+            t[k] = p;
+            p = mul(p, p);
+            k += 1;
+        }
+        t
+    };
+
+    /// x^(2^32), the power after the table's last.
+    #[cfg(test)]
+    pub(super) fn past_the_table() -> u32 {
+        mul(X2N[31], X2N[31])
+    }
+
+    /// x^(8·len): what a CRC is multiplied by to be followed by `len` bytes.
+    pub fn shift(len: u64) -> u32 {
+        let (mut n, mut k, mut p) = (len, 3, 1u32 << 31);
+        while n != 0 {
+            if n & 1 != 0 {
+                p = mul(X2N[k & 31], p);
+            }
+            n >>= 1;
+            k += 1;
+        }
+        p
+    }
+
+    /// The CRC of A followed by B, from A's CRC, B's and B's [`shift`].
+    pub fn combine(a: u32, b: u32, b_shift: u32) -> u32 {
+        mul(b_shift, a) ^ b
+    }
 }
 
 #[cfg(test)]
@@ -208,6 +286,34 @@ mod tests {
         all.extend(&want);
         assert_eq!(gunzip(&stitch(&z)), all);
         assert_eq!(gunzip(&stitch(&[])), b"");
+    }
+
+    #[test]
+    fn crcs_combined_with_a_pieces_shift_are_the_crc_of_the_bytes_together() {
+        let bytes: Vec<u8> = (0..70_000u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+            .collect();
+        let crc = |b: &[u8]| {
+            let mut c = flate2::Crc::new();
+            c.update(b);
+            c.sum()
+        };
+        for (a, b) in [
+            (0, 0),
+            (0, 7),
+            (5, 0),
+            (1, 1),
+            (13, 4096),
+            (40_000, 29_999),
+            (3, 65_536),
+        ] {
+            let (x, y) = (&bytes[..a], &bytes[a..a + b]);
+            let got = crc32::combine(crc(x), crc(y), crc32::shift(b as u64));
+            assert_eq!(got, crc(&bytes[..a + b]), "{a} then {b}");
+        }
+        // Lengths from 2^29 bytes on wrap around the table, as zlib's do:
+        // right only because x^(2^32) is x again modulo this polynomial.
+        assert_eq!(crc32::past_the_table(), 1 << 30, "x^(2^32) is x");
     }
 
     #[test]
