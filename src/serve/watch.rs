@@ -629,4 +629,37 @@ mod tests {
         assert_eq!(a, c);
         assert_ne!(a.as_ptr(), c.as_ptr());
     }
+
+    #[tokio::test]
+    async fn a_burst_many_times_the_queue_arrives_whole_and_in_order_at_a_client_that_reads_late() {
+        let store = store_of(3);
+        let resp = serve(
+            store.clone(),
+            codec(),
+            spec(Start::Now, None),
+            Interference::default(),
+            "v1/configmaps".into(),
+        );
+        // Far more events than the watcher's queue and the client's channel
+        // hold, while the client is not reading.
+        let n = PENDING_MAX * 6;
+        let name = |rv: u64| format!("burst-{rv:04}");
+        for rv in 8..8 + n as u64 {
+            store
+                .apply(EventType::Added, Arc::new(Entry::for_test(&name(rv), rv)))
+                .unwrap();
+            if rv % 50 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let got = lines(resp).await;
+        let names: Vec<_> = got
+            .iter()
+            .map(|e| (e["type"].clone(), e["object"]["metadata"]["name"].clone()))
+            .collect();
+        let want: Vec<_> = (8..8 + n as u64)
+            .map(|rv| (json!("ADDED"), json!(name(rv))))
+            .collect();
+        assert_eq!(names, want);
+    }
 }
