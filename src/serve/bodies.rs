@@ -98,7 +98,7 @@ pub enum ReprKey {
     Json,
     Metadata(MetaVersion),
     /// A Table also depends on the printer and, through its ages, on the
-    /// second it is made in (see [`BodyCache::get_or_make`]).
+    /// second it is made in (its generation, see [`BodyCache::get_or_make`]).
     Table {
         version: MetaVersion,
         include: Include,
@@ -168,8 +168,8 @@ impl Budget {
 }
 
 struct Kept {
-    /// The second a Table's ages were computed in; 0 for other bodies.
-    second: i64,
+    /// Made for this generation of its key (see [`BodyCache::get_or_make`]).
+    generation: i64,
     body: Arc<OnceCell<Finished>>,
     /// What it holds of the budget once made.
     charged: usize,
@@ -206,13 +206,17 @@ impl BodyCache {
         self.budget.give_back(freed);
     }
 
-    /// The body for `key` at snapshot `rv` (made in `second`, for Tables),
-    /// made by `make` unless kept.
+    /// The body for `key` at snapshot `rv`, made by `make` unless kept for
+    /// the same `generation`: what else than the snapshot a body depends on
+    /// (a Table's ages: the second it is made in; a gzip list that can be
+    /// stitched: how many times its type's pieces were filled, so that a
+    /// body compressed whole while they were missing is stitched once they
+    /// are there; 0 for the rest).
     pub async fn get_or_make<F, Fut>(
         &self,
         rv: u64,
         key: BodyKey,
-        second: i64,
+        generation: i64,
         make: F,
     ) -> Result<Finished, Status>
     where
@@ -225,7 +229,7 @@ impl BodyCache {
                 // An older snapshot than the kept ones: not worth keeping.
                 None
             } else {
-                Some(self.cell(&mut inner, rv, &key, second))
+                Some(self.cell(&mut inner, rv, &key, generation))
             }
         };
         let Some(cell) = cell else {
@@ -251,21 +255,24 @@ impl BodyCache {
         Ok(body)
     }
 
-    /// The cell for `key` at `rv`, dropping what older versions (or, for a
-    /// Table, another second) kept.
+    /// The cell for `key` at `rv`, dropping what older versions (or another
+    /// generation of the key) kept.
     fn cell(
         &self,
         inner: &mut Inner,
         rv: u64,
         key: &BodyKey,
-        second: i64,
+        generation: i64,
     ) -> Arc<OnceCell<Finished>> {
         {
             if rv > inner.rv {
                 self.drop_all(inner);
                 inner.rv = rv;
             }
-            let stale = inner.bodies.get(key).is_some_and(|k| k.second != second);
+            let stale = inner
+                .bodies
+                .get(key)
+                .is_some_and(|k| k.generation != generation);
             if stale {
                 if let Some(old) = inner.bodies.remove(key) {
                     self.budget.give_back(old.charged);
@@ -275,7 +282,7 @@ impl BodyCache {
                 .bodies
                 .entry(key.clone())
                 .or_insert_with(|| Kept {
-                    second,
+                    generation,
                     body: Arc::default(),
                     charged: 0,
                 })
@@ -372,9 +379,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn tables_are_remade_in_a_new_second() {
+    async fn bodies_are_remade_for_a_new_generation_of_their_key() {
         let c = BodyCache::new(Arc::default());
-        let t = |second, s| c.get_or_make(1, key(""), second, move || async move { body(s) });
+        let t =
+            |generation, s| c.get_or_make(1, key(""), generation, move || async move { body(s) });
         assert_eq!(t(100, "x").await.unwrap().bytes, "x");
         assert_eq!(t(100, "y").await.unwrap().bytes, "x");
         assert_eq!(t(101, "z").await.unwrap().bytes, "z");

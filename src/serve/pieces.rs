@@ -27,6 +27,9 @@ pub struct Pieces {
     budget: Arc<Budget>,
     inner: Mutex<Inner>,
     filling: AtomicBool,
+    /// Fills finished: a body compressed whole before the last one could
+    /// now be stitched.
+    fills: AtomicU64,
     /// Bodies stitched, and compressed whole for want of pieces.
     stitched: AtomicU64,
     whole: AtomicU64,
@@ -71,9 +74,16 @@ impl Pieces {
             budget,
             inner: Mutex::default(),
             filling: AtomicBool::new(false),
+            fills: AtomicU64::new(0),
             stitched: AtomicU64::new(0),
             whole: AtomicU64::new(0),
         }
+    }
+
+    /// How many fills (making the pieces of a whole snapshot in the
+    /// background) have finished.
+    pub fn fills(&self) -> u64 {
+        self.fills.load(Ordering::Acquire)
     }
 
     /// (bodies stitched, bodies compressed whole) so far.
@@ -153,8 +163,10 @@ impl Pieces {
         let work = move || {
             let entries: Vec<&Arc<Entry>> = all.values().collect();
             // In batches, so that stitching is not held up meanwhile.
+            let mut complete = true;
             for batch in entries.windows(2).collect::<Vec<_>>().chunks(256) {
                 if !me.budget.has_room() {
+                    complete = false;
                     break;
                 }
                 let todo: Vec<_> = {
@@ -180,8 +192,14 @@ impl Pieces {
                     })
                     .collect();
                 if !me.keep(made, all.len()) {
+                    complete = false;
                     break;
                 }
+            }
+            // Only a complete fill: one cut short by the budget would have
+            // bodies remade whole over and over.
+            if complete {
+                me.fills.fetch_add(1, Ordering::AcqRel);
             }
             me.filling.store(false, Ordering::Release);
         };

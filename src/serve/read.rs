@@ -122,6 +122,13 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 }
             };
             let limit = if paged { limit } else { 0 };
+            // Unfiltered, the items are a key-ordered run of the snapshot:
+            // their gzip pieces fit together.
+            let stitchable = out.gzip
+                && out.layout == Layout::Compact
+                && matches!(repr, Repr::Json)
+                && labels.is_empty()
+                && fields.is_empty();
             // Assembled before anything awaits: a Table's spec is not `Sync`.
             let make = || -> Pin<Box<dyn Future<Output = Result<Finished, Status>> + Send>> {
                 let req = PageRequest {
@@ -133,13 +140,6 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 };
                 let page = read_page(&snap.items, &req);
                 let meta = ListMeta::of_page(snap.rv, &page);
-                // Unfiltered, the items are a key-ordered run of the
-                // snapshot: their gzip pieces fit together.
-                let stitchable = out.gzip
-                    && out.layout == Layout::Compact
-                    && matches!(repr, Repr::Json)
-                    && labels.is_empty()
-                    && fields.is_empty();
                 if stitchable {
                     let (head, tail) = json::list_ends(&codec, &meta);
                     if json::joined_len(&head, &page.items, &tail) > compress::THRESHOLD {
@@ -165,11 +165,12 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                     repr: ReprKey::of(&repr),
                     out,
                 };
-                let second = match repr {
+                let generation = match repr {
                     Repr::Table(_) => crate::encode::table::time::now() / 1_000_000_000,
+                    _ if stitchable => tc.pieces.fills() as i64,
                     _ => 0,
                 };
-                tc.bodies.get_or_make(snap.rv, key, second, make).await
+                tc.bodies.get_or_make(snap.rv, key, generation, make).await
             } else {
                 make().await
             };
