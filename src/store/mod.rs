@@ -8,6 +8,7 @@
 pub mod entry;
 pub mod page;
 mod pruned;
+pub use pruned::parse_without;
 
 pub use entry::{Attrs, Entry, EntryError, ListStyle, TypeCodec};
 

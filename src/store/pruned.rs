@@ -3,6 +3,8 @@
 //! selectable fields point into (a pod's `spec.nodeName`, not its
 //! containers). Parsing a whole pod into a `serde_json::Value` to read seven
 //! strings was most of the cost of taking an event into the store.
+//! Also an object parsed whole but for one subtree nobody reads (a Table
+//! row's printer and its object's managed fields).
 
 use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
@@ -162,6 +164,85 @@ impl<'de, 'w> Visitor<'de> for Pruned<'w> {
     }
 }
 
+/// `item` parsed whole but for the subtree at `path` (object keys from the
+/// root), which is skipped without being built.
+pub fn parse_without(item: &[u8], path: &[&str]) -> serde_json::Result<Value> {
+    let mut de = serde_json::Deserializer::from_slice(item);
+    let v = Without(path).deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// A value parsed whole but for what `.0` (never empty) leads to.
+struct Without<'p>(&'p [&'p str]);
+
+impl<'de, 'p> DeserializeSeed<'de> for Without<'p> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 'p> Visitor<'de> for Without<'p> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(Key(key)) = map.next_key()? {
+            match self.0 {
+                [first] if *first == key => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                [first, rest @ ..] if *first == key => {
+                    out.insert(key.into_owned(), map.next_value_seed(Without(rest))?);
+                }
+                _ => {
+                    out.insert(key.into_owned(), map.next_value()?);
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    // Anything but an object has nothing to skip: the value as it is.
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+}
+
 /// An object key, borrowed from the input unless it had escapes.
 struct Key<'de>(Cow<'de, str>);
 
@@ -262,5 +343,43 @@ mod tests {
         let a = Wanted::of(["/status/phase", "/status"]);
         let b = Wanted::of(["/status", "/status/phase"]);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn an_object_parsed_without_a_subtree_is_the_whole_parse_less_that_subtree() {
+        let item = json!({
+            "metadata": {"name": "p", "managedFields": [{"manager": "kubelet"}], "labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "ports": [1, 2.5, true, null]}]},
+            "managedFields": "only the one under metadata goes",
+        });
+        let raw = serde_json::to_vec(&item).unwrap();
+        let got = parse_without(&raw, &["metadata", "managedFields"]).unwrap();
+        let mut want = item.clone();
+        want["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(got, want);
+        // Key order is kept.
+        assert_eq!(
+            serde_json::to_string(&got).unwrap(),
+            serde_json::to_string(&want).unwrap()
+        );
+        // Where the path leads through something that is not an object, or
+        // nowhere, the value is whole.
+        for other in [
+            json!({"metadata": 3}),
+            json!([1, {"a": 2}]),
+            json!("s"),
+            json!({}),
+        ] {
+            let raw = serde_json::to_vec(&other).unwrap();
+            assert_eq!(
+                parse_without(&raw, &["metadata", "managedFields"]).unwrap(),
+                other
+            );
+        }
+        assert!(parse_without(b"{\"metadata\":{}} x", &["metadata"]).is_err());
+        assert!(parse_without(b"{\"metadata\":", &["metadata"]).is_err());
     }
 }
