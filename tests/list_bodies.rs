@@ -47,14 +47,23 @@ async fn list(url: &str, headers: &[(&str, &str)]) -> (Vec<u8>, Value) {
         .unwrap()
         .to_bytes()
         .to_vec();
-    let plain = if gz {
-        let mut out = Vec::new();
-        GzDecoder::new(&raw[..]).read_to_end(&mut out).unwrap();
-        out
-    } else {
-        raw.clone()
-    };
+    let plain = if gz { gunzip(&raw) } else { raw.clone() };
     (raw, serde_json::from_slice(&plain).unwrap())
+}
+
+fn gunzip(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    GzDecoder::new(raw).read_to_end(&mut out).unwrap();
+    out
+}
+
+/// The proxy's cache of pods.
+fn pods_cache(p: &Proxy) -> std::sync::Arc<kubecache::cache::TypeCache> {
+    p.cache
+        .all()
+        .into_iter()
+        .find(|t| t.rt.gvr.resource == "pods")
+        .unwrap()
 }
 
 fn names(v: &Value, field: &str) -> Vec<String> {
@@ -77,12 +86,7 @@ fn names(v: &Value, field: &str) -> Vec<String> {
 /// kept gzip bodies are stitched from the start and not remade once when
 /// the pieces are there.
 async fn pieces_made(p: &Proxy) {
-    let tc = p
-        .cache
-        .all()
-        .into_iter()
-        .find(|t| t.rt.gvr.resource == "pods")
-        .unwrap();
+    let tc = pods_cache(p);
     let gz = [("accept", "application/json"), ("accept-encoding", "gzip")];
     list(&format!("{}/api/v1/pods?resourceVersion=0", p.url), &gz).await;
     while tc.pieces.fills() == 0 {
@@ -239,19 +243,9 @@ async fn gzipped_lists_after_events_are_stitched_and_are_the_plain_list() {
         )
         .await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
-        let tc = p
-            .cache
-            .all()
-            .into_iter()
-            .find(|t| t.rt.gvr.resource == "pods")
-            .unwrap();
+        let tc = pods_cache(&p);
         let plain = [("accept", "application/json")];
         let gz = [("accept", "application/json"), ("accept-encoding", "gzip")];
-        let gunzipped = |raw: &[u8]| {
-            let mut out = Vec::new();
-            GzDecoder::new(raw).read_to_end(&mut out).unwrap();
-            out
-        };
         for step in 0..20 {
             // One event at a time; read once the cache has it, so that
             // both forms are of the same snapshot.
@@ -263,17 +257,14 @@ async fn gzipped_lists_after_events_are_stitched_and_are_the_plain_list() {
             let all = format!("{}/api/v1/pods?resourceVersion=0", p.url);
             let (z, _) = list(&all, &gz).await;
             let (json, _) = list(&all, &plain).await;
-            assert!(
-                gunzipped(&z) == json,
-                "step {step}: the gzipped list differs"
-            );
+            assert!(gunzip(&z) == json, "step {step}: the gzipped list differs");
             // A namespace's run and a walk's pages start mid-list.
             let ns = format!("{}/api/v1/namespaces/default/pods?resourceVersion=0", p.url);
             let (z, _) = list(&ns, &gz).await;
             let (json, _) = list(&ns, &plain).await;
             if z != json {
                 assert!(
-                    gunzipped(&z) == json,
+                    gunzip(&z) == json,
                     "step {step}: a namespace's list differs"
                 );
             }
@@ -281,7 +272,7 @@ async fn gzipped_lists_after_events_are_stitched_and_are_the_plain_list() {
             let pages = walk(&p.url, "/api/v1/pods?limit=120", &plain).await;
             assert_eq!(zpages.len(), pages.len());
             for ((z, _), (json, _)) in zpages.iter().zip(&pages) {
-                assert!(gunzipped(z) == *json, "step {step}: a page differs");
+                assert!(gunzip(z) == *json, "step {step}: a page differs");
             }
         }
         let (stitched, whole) = tc.pieces.counts();
@@ -300,20 +291,10 @@ async fn a_gzip_list_kept_compressed_whole_is_stitched_once_the_pieces_are_made(
         let sim = SimBuilder::new().pods(300).start().await;
         let p = start_proxy(&sim.url).await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
-        let tc = p
-            .cache
-            .all()
-            .into_iter()
-            .find(|t| t.rt.gvr.resource == "pods")
-            .unwrap();
+        let tc = pods_cache(&p);
         let all = format!("{}/api/v1/pods?resourceVersion=0", p.url);
         let gz = [("accept", "application/json"), ("accept-encoding", "gzip")];
         let (json, _) = list(&all, &[("accept", "application/json")]).await;
-        let gunzipped = |raw: &[u8]| {
-            let mut out = Vec::new();
-            GzDecoder::new(raw).read_to_end(&mut out).unwrap();
-            out
-        };
         // No event comes: the first body is compressed whole and kept, and
         // the pieces are made meanwhile.
         let rv = tc.store.rv();
@@ -329,7 +310,7 @@ async fn a_gzip_list_kept_compressed_whole_is_stitched_once_the_pieces_are_made(
         // managed fields, a quarter smaller than the whole level-2 body).
         assert_eq!(tc.pieces.counts(), (1, 1));
         assert_eq!(third, second);
-        assert!(gunzipped(&first) == json && gunzipped(&second) == json);
+        assert!(gunzip(&first) == json && gunzip(&second) == json);
     })
     .await
     .expect("timed out");
@@ -388,9 +369,7 @@ async fn a_list_of_exactly_the_gzip_threshold_goes_out_plain_and_one_byte_more_g
                 assert_eq!(raw, body);
             } else {
                 assert_eq!(encoded.unwrap(), "gzip");
-                let mut out = Vec::new();
-                GzDecoder::new(&raw[..]).read_to_end(&mut out).unwrap();
-                assert_eq!(out, body);
+                assert_eq!(gunzip(&raw), body);
             }
         }
     })
