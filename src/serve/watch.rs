@@ -341,9 +341,6 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
             {
                 return End::Done;
             }
-            if self.closing && self.pending.is_empty() {
-                return End::Done;
-            }
             self.refill();
             let stalled = stall.as_mut().is_some_and(|s| *s.borrow_and_update());
             // Whatever is ready now is taken and sent now, so a watcher that
@@ -353,6 +350,10 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                 if let Err(end) = self.exchange(rx, tx, interference) {
                     return end;
                 }
+            }
+            // Ends as soon as its last line (a 410 ERROR) is out.
+            if self.closing && self.pending.is_empty() {
+                return End::Done;
             }
             let sending = !stalled && !self.pending.is_empty();
             let taking = self.taking(stalled);
@@ -661,5 +662,29 @@ mod tests {
             .map(|rv| (json!("ADDED"), json!(name(rv))))
             .collect();
         assert_eq!(names, want);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watcher_a_relist_left_behind_gets_a_410_and_ends_at_once() {
+        let store = store_of(3);
+        let mut long = spec(Start::Now, None);
+        long.timeout = Duration::from_secs(600);
+        let resp = serve(
+            store.clone(),
+            codec(),
+            long,
+            Interference::default(),
+            "v1/configmaps".into(),
+        );
+        tokio::task::yield_now().await;
+        let began = Instant::now();
+        // Another state at a later version: events were missed.
+        store.replace(vec![Arc::new(Entry::for_test("cm-new", 9))], 9);
+        let got = lines(resp).await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["type"], "ERROR");
+        assert_eq!(got[0]["object"]["code"], 410);
+        // (Paused time: only waiting on a timer moves it.)
+        assert_eq!(Instant::now(), began, "the stream ended without waiting");
     }
 }
