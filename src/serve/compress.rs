@@ -148,7 +148,7 @@ pub fn stitch<'a>(pieces: impl IntoIterator<Item = &'a Piece> + Clone) -> Bytes 
 /// With x^(8·len(B)) made once per piece, a combination is one product
 /// instead of the O(log len) squarings of a plain combine (which were an
 /// eighth of stitching a 10k-pod list, perf).
-pub mod crc32 {
+mod crc32 {
     const POLY: u32 = 0xedb8_8320;
 
     /// a·b modulo the polynomial; bit 31 is x^0.

@@ -12,7 +12,8 @@
 //! it each time. Pieces are kept per type across snapshots, charged to the
 //! kept bodies' budget, and made in the background for a whole snapshot the
 //! first time: until then, and whenever more than one in eight is missing,
-//! the body is compressed whole.
+//! the body is compressed whole (and a kept one is stitched on the first
+//! request after the fill, see [`Pieces::fills`]).
 
 use super::bodies::Budget;
 use super::compress::{stitch, Piece};
