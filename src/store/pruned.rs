@@ -173,7 +173,7 @@ pub fn parse_without(item: &[u8], path: &[&str]) -> serde_json::Result<Value> {
     Ok(v)
 }
 
-/// A value parsed whole but for what `.0` (never empty) leads to.
+/// A value parsed whole but for what `.0` leads to (empty: nothing).
 struct Without<'p>(&'p [&'p str]);
 
 impl<'de, 'p> DeserializeSeed<'de> for Without<'p> {
