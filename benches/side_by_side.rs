@@ -65,9 +65,9 @@ fn measure(base: &str, c: &Case, n: usize, scratch: &Path) -> (Sample, u64) {
         sample(base, c, scratch);
     }
     // What the first requests set going in the background (kubecache's gzip
-    // pieces, ~0.3 s for 10k pods) finishes, as it would between a
+    // pieces, ~1.6 s for these 10k pods) finishes, as it would between a
     // client's lists: the samples are of the settled state.
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    std::thread::sleep(std::time::Duration::from_secs(3));
     let mut times = Vec::with_capacity(n);
     let mut bytes = 0;
     for i in 0..n {
