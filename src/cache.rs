@@ -1,6 +1,8 @@
 //! The registry of watch caches: one `TypeCache` (store + reflector +
 //! readiness latch) per resource type, started on first use or eagerly, and
-//! the discovery they are built from.
+//! the discovery they are built from. The reflectors and their upstream
+//! connections run on the cache's own runtime, apart from the one serving
+//! clients.
 
 use crate::encode::table::Printer;
 use crate::reflector::{self, ReflectorConfig, ReflectorStats};
@@ -8,7 +10,7 @@ use crate::resource::{GroupVersionResource, ResourceType};
 use crate::serve::bodies::{BodyCache, Budget};
 use crate::store::{HistoryLimits, ListStyle, Store, TypeCodec};
 use crate::upstream::discovery::Discovery;
-use crate::upstream::Upstream;
+use crate::upstream::{Upstream, UpstreamConfig, UpstreamError};
 use dashmap::DashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -82,7 +84,53 @@ impl TypeCache {
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("starting the cache's runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+}
+
+/// The runtime the cache's input runs on: the reflectors and their
+/// upstream connections. Were they among the serving tasks, every chunk of
+/// a watch would wait its turn behind all of those: with 10,000 watchers
+/// busy, events reached the cache tens of seconds after the upstream sent
+/// them (fan-out benchmark), and trickling in, each went out to the
+/// watchers a few at a time rather than in runs.
+struct Ingest(Option<tokio::runtime::Runtime>);
+
+impl Ingest {
+    fn start() -> Result<Self, CacheError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .thread_name("kubecache-ingest")
+            .enable_all()
+            .build()
+            .map_err(CacheError::Runtime)?;
+        Ok(Ingest(Some(rt)))
+    }
+
+    fn handle(&self) -> &tokio::runtime::Handle {
+        self.0
+            .as_ref()
+            .expect("the runtime is only taken when dropped")
+            .handle()
+    }
+}
+
+impl Drop for Ingest {
+    fn drop(&mut self) {
+        // Without waiting: the cache may be dropped inside a runtime.
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 pub struct Cache {
+    ingest: Ingest,
+    /// The cache's own client of the upstream: its requests and connections
+    /// run on `ingest`.
     upstream: Arc<Upstream>,
     discovery: RwLock<Arc<Discovery>>,
     discovered_at: RwLock<Option<Instant>>,
@@ -99,11 +147,14 @@ const DISCOVERY_MIN_AGE: Duration = Duration::from_secs(10);
 
 impl Cache {
     pub fn new(
-        upstream: Arc<Upstream>,
+        upstream: &UpstreamConfig,
         limits: HistoryLimits,
         reflector: ReflectorConfig,
-    ) -> Arc<Self> {
-        Arc::new(Cache {
+    ) -> Result<Arc<Self>, CacheError> {
+        let ingest = Ingest::start()?;
+        let upstream = Upstream::on_runtime(upstream, ingest.handle().clone())?;
+        Ok(Arc::new(Cache {
+            ingest,
             upstream,
             discovery: RwLock::new(Arc::new(Discovery::default())),
             discovered_at: RwLock::new(None),
@@ -112,16 +163,12 @@ impl Cache {
             limits,
             reflector,
             body_budget: Arc::default(),
-        })
+        }))
     }
 
     /// The budget of the bodies kept for repeated lists.
     pub fn body_budget(&self) -> &Budget {
         &self.body_budget
-    }
-
-    pub fn upstream(&self) -> &Arc<Upstream> {
-        &self.upstream
     }
 
     pub fn discovery(&self) -> Arc<Discovery> {
@@ -173,7 +220,7 @@ impl Cache {
                 self.body_budget.clone(),
             ));
             tracing::info!(resource = %rt.gvr, "starting reflector");
-            tokio::spawn(reflector::run(
+            self.ingest.handle().spawn(reflector::run(
                 self.upstream.clone(),
                 tc.clone(),
                 self.reflector,

@@ -208,11 +208,12 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), String> {
     let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .map_err(|e| format!("metrics: {e}"))?;
-    let upstream = kubecache::upstream::Upstream::new(&cfg.upstream).map_err(|e| e.to_string())?;
+    let forward = kubecache::upstream::Upstream::new(&cfg.upstream).map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|e| format!("listening on {}: {e}", cfg.listen))?;
-    let cache = Cache::new(upstream, cfg.history, Default::default());
+    let cache =
+        Cache::new(&cfg.upstream, cfg.history, Default::default()).map_err(|e| e.to_string())?;
     if let Err(e) = cache.refresh_discovery().await {
         tracing::warn!(error = %e, "initial discovery failed; requests are forwarded until it succeeds");
     }
@@ -227,6 +228,7 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), String> {
     }
     let state = Arc::new(ServeState {
         cache,
+        forward,
         consistent: cfg.consistent_reads,
         shutting_down: AtomicBool::new(false),
         prometheus: Some(prometheus),

@@ -518,3 +518,37 @@ async fn watch_framing_equals_the_real_apiservers() {
     .await
     .expect("timed out");
 }
+
+/// The reflectors read on the cache's own runtime: with every thread that
+/// serves clients held up (here the only one, never yielding), events
+/// still reach the cache, so watchers find them there once they run.
+#[test]
+fn events_reach_the_cache_while_the_serving_runtime_is_held_up() {
+    // The upstream runs apart too, so that only the serving side is held.
+    let upstream_rt = tokio::runtime::Runtime::new().unwrap();
+    let up = upstream_rt.block_on(SimBuilder::new().start());
+    let serving = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    serving.block_on(async {
+        let p = start_proxy(&up.url).await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        let pods = p
+            .cache
+            .all()
+            .into_iter()
+            .find(|t| t.rt.gvr.resource == "pods")
+            .unwrap();
+        let before = pods.store.rv();
+        up.sim.churn_once(1);
+        let upstream_rv = up.sim.revision();
+        assert!(upstream_rv > before);
+        // Blocks the serving runtime's thread: no await until it is seen.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while pods.store.rv() < upstream_rv && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(pods.store.rv(), upstream_rv, "before {before}");
+    });
+}

@@ -15,7 +15,7 @@ use crate::encode::pretty::Layout;
 use crate::metrics::{self, ServedBy};
 use crate::request::accept;
 use crate::status::Status;
-use crate::upstream::{full_body, Body};
+use crate::upstream::{full_body, Body, Upstream};
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -31,6 +31,9 @@ use tokio::net::TcpListener;
 
 pub struct ServeState {
     pub cache: Arc<Cache>,
+    /// The client forwarded requests go through (its connections run on
+    /// the serving runtime, unlike the cache's).
+    pub forward: Arc<Upstream>,
     pub consistent: ConsistentReads,
     pub shutting_down: AtomicBool,
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
@@ -169,7 +172,7 @@ async fn forward(
     verb: metrics::Verb,
     resource: &str,
 ) -> Response<Body> {
-    let resp = passthrough::forward(state.cache.upstream(), req).await;
+    let resp = passthrough::forward(&state.forward, req).await;
     metrics::request(verb, resource, resp.status().as_u16(), ServedBy::Upstream);
     resp
 }

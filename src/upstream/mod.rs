@@ -32,6 +32,8 @@ pub enum UpstreamError {
     Connect(#[from] hyper_util::client::legacy::Error),
     #[error("reading the upstream's answer: {0}")]
     Body(#[from] hyper::Error),
+    #[error("the runtime of upstream requests has stopped")]
+    Stopped,
     #[error("upstream answered {status} to {path}: {body}")]
     Status {
         status: StatusCode,
@@ -54,6 +56,8 @@ pub struct Upstream {
     base_path: String,
     token: Option<BearerToken>,
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
+    /// Where requests run, if not where they are made (see `on_runtime`).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 pub fn empty_body() -> Body {
@@ -89,7 +93,26 @@ pub fn channel_body(depth: usize) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
 }
 
 impl Upstream {
+    /// A client whose connections run where its requests are made.
     pub fn new(cfg: &UpstreamConfig) -> Result<Arc<Self>, UpstreamError> {
+        Self::build(cfg, None)
+    }
+
+    /// A client whose requests, and so its connections (their sockets and
+    /// the tasks driving them), all run on `rt`, wherever they are made
+    /// from: the cache's own reading must not wait behind the tasks of
+    /// the runtime that serves its clients.
+    pub fn on_runtime(
+        cfg: &UpstreamConfig,
+        rt: tokio::runtime::Handle,
+    ) -> Result<Arc<Self>, UpstreamError> {
+        Self::build(cfg, Some(rt))
+    }
+
+    fn build(
+        cfg: &UpstreamConfig,
+        runtime: Option<tokio::runtime::Handle>,
+    ) -> Result<Arc<Self>, UpstreamError> {
         let uri: Uri = cfg.url.parse().map_err(|e: http::uri::InvalidUri| {
             UpstreamError::Url(cfg.url.clone(), e.to_string())
         })?;
@@ -146,6 +169,7 @@ impl Upstream {
             base_path,
             token,
             client,
+            runtime,
         }))
     }
 
@@ -168,7 +192,16 @@ impl Upstream {
         if let Some(t) = &self.token {
             req.headers_mut().insert(header::AUTHORIZATION, t.header());
         }
-        Ok(self.client.request(req).await?)
+        let request = self.client.request(req);
+        Ok(match &self.runtime {
+            // A socket answers to the runtime it was opened on, so the
+            // connection is made there, not just its task spawned there.
+            Some(rt) => rt
+                .spawn(request)
+                .await
+                .map_err(|_| UpstreamError::Stopped)??,
+            None => request.await?,
+        })
     }
 
     /// A GET the proxy makes for itself (lists, watches, discovery).

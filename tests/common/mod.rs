@@ -122,8 +122,7 @@ async fn proxy(
     consistent: ConsistentReads,
     reflector: ReflectorConfig,
 ) -> Proxy {
-    let up = Upstream::new(upstream).unwrap();
-    let cache = Cache::new(up, HistoryLimits::default(), reflector);
+    let cache = Cache::new(upstream, HistoryLimits::default(), reflector).unwrap();
     // An upstream that refuses us is a scenario too: discovery then stays
     // empty and every request is forwarded.
     if let Err(e) = cache.refresh_discovery().await {
@@ -133,6 +132,7 @@ async fn proxy(
     let addr = listener.local_addr().unwrap();
     let state = Arc::new(ServeState {
         cache: cache.clone(),
+        forward: Upstream::new(upstream).unwrap(),
         consistent,
         shutting_down: AtomicBool::new(false),
         prometheus: None,
