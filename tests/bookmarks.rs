@@ -161,14 +161,20 @@ fn kinds(ns: &str, sfx: &str) -> Vec<(String, String, Value)> {
 /// The first BOOKMARK's object, its resourceVersion blanked.
 async fn bookmark(url: String, what: String) -> Value {
     let mut w = WatchStream::open(&url).await;
+    let mut seen = Vec::new();
     loop {
-        let e = w.event(Duration::from_secs(10)).await;
+        let e = match w.next(Duration::from_secs(15)).await {
+            WatchLine::Event(e) => e,
+            WatchLine::End => panic!("{what}: the watch ended without a bookmark after {seen:?}"),
+            WatchLine::Silent => panic!("{what}: silent for 15 s after {seen:?}"),
+        };
         if e["type"] == "BOOKMARK" {
             let mut obj = e["object"].clone();
             obj["metadata"]["resourceVersion"] = json!("");
             return obj;
         }
         assert_ne!(e["type"], "ERROR", "{what}: {e}");
+        seen.push(e["type"].clone());
     }
 }
 
@@ -192,13 +198,17 @@ async fn bookmarks_equal_the_real_apiservers() {
                 .unwrap()
                 .to_string();
             // v1.20 bookmarks a watcher only after an event newer than its
-            // start, 2 s before its deadline.
+            // start, 2 s before its deadline: the event must be there by
+            // then, on both sides, however slow the machine.
             let query =
-                format!("watch=1&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion={rv}");
-            let direct = tokio::spawn(bookmark(format!("{up}{path}?{query}"), resource.clone()));
+                format!("watch=1&allowWatchBookmarks=true&timeoutSeconds=8&resourceVersion={rv}");
+            let direct = tokio::spawn(bookmark(
+                format!("{up}{path}?{query}"),
+                format!("{resource} from the apiserver"),
+            ));
             let cached = tokio::spawn(bookmark(
                 format!("{}{path}?{query}", p.url),
-                resource.clone(),
+                format!("{resource} through kubecache"),
             ));
             pending.push((path, resource, obj, direct, cached));
         }
