@@ -198,20 +198,6 @@ fn benches(c: &mut Criterion) {
             }
         })
     });
-    // Pods as the apiserver keeps them carry managed fields, nearly half
-    // their bytes; the simulator's do not.
-    let managed: Vec<Vec<u8>> = page
-        .items
-        .iter()
-        .map(|e| with_managed_fields(&e.item))
-        .collect();
-    g.bench_function("print 10k pod rows with managed fields (first use)", |b| {
-        b.iter(|| {
-            for item in &managed {
-                black_box(printer.row(item));
-            }
-        })
-    });
     let spec = TableSpec::new(MetaVersion::V1, Include::Metadata, printer.clone());
     let meta = ListMeta::of_page(snap.rv, &page);
     g.bench_function("10k-pod Table list from cached rows", |b| {
@@ -228,40 +214,6 @@ fn benches(c: &mut Criterion) {
         b.iter(|| black_box(ContinueToken::decode(&token).unwrap()))
     });
     g.finish();
-}
-
-/// `item` with the managed fields of one manager having set every field
-/// of it, in the apiserver's FieldsV1 shape (`f:` keys, list items by
-/// name as `k:{"name":…}`).
-fn with_managed_fields(item: &[u8]) -> Vec<u8> {
-    use serde_json::{json, Map, Value};
-    fn fields(v: &Value) -> Value {
-        let mut out = Map::new();
-        match v {
-            Value::Object(m) => {
-                out.insert(".".into(), json!({}));
-                for (k, v) in m {
-                    out.insert(format!("f:{k}"), fields(v));
-                }
-            }
-            Value::Array(items) => {
-                for i in items {
-                    if let Some(name) = i.get("name").and_then(Value::as_str) {
-                        out.insert(format!("k:{{\"name\":\"{name}\"}}"), fields(i));
-                    }
-                }
-            }
-            _ => {}
-        }
-        Value::Object(out)
-    }
-    let mut obj: Value = serde_json::from_slice(item).unwrap();
-    let entry = json!({
-        "manager": "kubelet", "operation": "Update", "apiVersion": "v1",
-        "time": "2026-11-22T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields(&obj),
-    });
-    obj["metadata"]["managedFields"] = json!([entry]);
-    serde_json::to_vec(&obj).unwrap()
 }
 
 criterion_group!(micro, benches);

@@ -10,6 +10,7 @@
 pub mod api;
 pub mod faults;
 pub mod generate;
+mod managed;
 
 use crate::encode::table::Printer;
 use crate::resource::{GroupVersionResource, ResourceType};
