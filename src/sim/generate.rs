@@ -183,7 +183,7 @@ impl Generator {
     }
 
     /// A pod as the kubelet reports it, in one of the phases a real
-    /// cluster shows: ~2.9 KB of JSON, and ~2.2 KB of managed fields.
+    /// cluster shows: ~2.9 KB of JSON, and ~2 KB of managed fields.
     pub fn pod(&mut self, ns: &str, i: usize, nodes: usize) -> Value {
         let app = APPS[i % APPS.len()];
         let image = IMAGES[i % IMAGES.len()];
