@@ -116,6 +116,17 @@ pub fn list_body(outcome: BodyOutcome, kept_bytes: usize) {
     gauge!("kubecache_list_bodies_kept_bytes").set(kept_bytes as f64);
 }
 
+/// What the buffers of big bodies waiting to be reused hold
+/// (src/encode/recycle.rs).
+pub fn body_buffers_idle(bytes: usize) {
+    gauge!("kubecache_body_buffers_idle_bytes").set(bytes as f64);
+}
+
+/// A body made in a buffer another body handed back.
+pub fn body_buffer_reused() {
+    counter!("kubecache_body_buffers_reused_total").increment(1);
+}
+
 /// How a gzipped list body was compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GzipHow {

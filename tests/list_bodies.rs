@@ -376,3 +376,73 @@ async fn a_list_of_exactly_the_gzip_threshold_goes_out_plain_and_one_byte_more_g
     .await
     .expect("timed out");
 }
+
+/// Bodies of `recycle::MIN` and more are made in the buffers of the bodies
+/// an event let go (src/encode/recycle.rs). After events that shrink the
+/// list and grow it, each is still exactly the upstream's, with nothing of
+/// the body that was there before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_bodies_made_in_reused_buffers_are_exactly_the_upstreams() {
+    use kubecache::encode::recycle;
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let sim = SimBuilder::new().pods(2500).start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        let path = "/api/v1/pods?resourceVersion=0";
+        let compact = [("accept", "application/json")];
+        let curl = [("user-agent", "curl/8.5.0")];
+        let reused_before = recycle::reused();
+        let (_, upstream) = list(&format!("{}{path}", sim.url), &compact).await;
+        for round in 0..4 {
+            let m = &upstream["items"][round * 7]["metadata"];
+            let pod = format!(
+                "{}/api/v1/namespaces/{}/pods/{}",
+                sim.url,
+                m["namespace"].as_str().unwrap(),
+                m["name"].as_str().unwrap()
+            );
+            let r = match round {
+                0 => None,
+                // Shorter than the body before, then longer.
+                1 | 3 => Some(send(Method::DELETE, &pod, None).await),
+                _ => {
+                    let mut obj = get(&pod).await.json();
+                    obj["metadata"]["annotations"]["long"] = Value::from("x".repeat(60_000));
+                    Some(send(Method::PUT, &pod, Some(obj)).await)
+                }
+            };
+            if let Some(r) = r {
+                assert_eq!(r.status, 200, "round {round}: {}", r.text());
+            }
+            converged(&sim.url, &p, "/api/v1/pods", Duration::from_secs(30)).await;
+            let (_, _, want) = fetch_with(&format!("{}{path}", sim.url), &compact).await;
+            let (status, _, got) = fetch_with(&format!("{}{path}", p.url), &compact).await;
+            assert_eq!(status, 200);
+            assert!(
+                got.len() >= recycle::MIN,
+                "{} bytes: not a big body",
+                got.len()
+            );
+            assert!(
+                got == want,
+                "round {round}: kubecache's {} bytes are not the simulator's {}",
+                got.len(),
+                want.len()
+            );
+            // The indented form is the biggest body; the simulator has none.
+            let (status, _, pretty) = fetch_with(&format!("{}{path}", p.url), &curl).await;
+            assert_eq!(status, 200);
+            let pretty: Value = serde_json::from_slice(&pretty).unwrap();
+            assert!(
+                pretty == serde_json::from_slice::<Value>(&got).unwrap(),
+                "round {round}"
+            );
+        }
+        assert!(
+            recycle::reused() > reused_before,
+            "no body was made in a buffer handed back"
+        );
+    })
+    .await
+    .expect("timed out");
+}

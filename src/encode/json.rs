@@ -2,6 +2,7 @@
 //! newline, list metadata in `ListMeta` field order for typed lists and in
 //! sorted-key order for unstructured (custom resource) lists.
 
+use super::recycle;
 use crate::store::{Entry, ListStyle, TypeCodec};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::value::RawValue;
@@ -179,7 +180,7 @@ pub fn joined_len(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> usize {
 
 /// `head`, the items comma-separated, `tail`.
 pub fn join(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> Bytes {
-    let mut b = BytesMut::with_capacity(joined_len(head, items, tail));
+    let mut b = recycle::buffer(joined_len(head, items, tail));
     b.put_slice(head);
     for (i, e) in items.iter().enumerate() {
         if i > 0 {
@@ -188,7 +189,7 @@ pub fn join(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> Bytes {
         b.put_slice(&e.item);
     }
     b.put_slice(tail);
-    b.freeze()
+    recycle::freeze(b)
 }
 
 /// What a list body has before its first item and after its last: the

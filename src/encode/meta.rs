@@ -181,14 +181,14 @@ pub fn partial_body(v: MetaVersion, meta: &[u8]) -> Bytes {
 /// the resource, and `null` items when there are none, as v1.20 writes.
 pub fn partial_list(v: MetaVersion, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
     let size: usize = items.iter().map(|e| e.meta.len() + 80).sum();
-    let mut b = BytesMut::with_capacity(size + 256);
+    let mut b = super::recycle::buffer(size + 256);
     b.put_slice(b"{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"");
     b.put_slice(v.api_version().as_bytes());
     b.put_slice(b"\",\"metadata\":");
     b.put_slice(list_meta(meta, ListStyle::Typed).as_bytes());
     if items.is_empty() {
         b.put_slice(b",\"items\":null}\n");
-        return b.freeze();
+        return super::recycle::freeze(b);
     }
     b.put_slice(b",\"items\":[");
     for (i, e) in items.iter().enumerate() {
@@ -198,7 +198,7 @@ pub fn partial_list(v: MetaVersion, meta: &ListMeta, items: &[Arc<Entry>]) -> By
         put_partial(&mut b, v, &e.meta);
     }
     b.put_slice(b"]}\n");
-    b.freeze()
+    super::recycle::freeze(b)
 }
 
 #[cfg(test)]

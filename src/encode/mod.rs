@@ -5,6 +5,7 @@ pub mod bookmark;
 pub mod json;
 pub mod meta;
 pub mod pretty;
+pub mod recycle;
 pub mod table;
 
 use crate::request::accept::MetaVersion;

@@ -22,6 +22,8 @@
 //! are not re-indented at all: the unstructured encoder ignores `pretty`
 //! apart from dropping the trailing newline ([`Layout::Unindented`]).
 
+use bytes::{BufMut, Bytes, BytesMut};
+
 /// How a body is laid out for a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Layout {
@@ -37,14 +39,14 @@ pub enum Layout {
 
 impl Layout {
     /// The body laid out; compact bodies are returned as they are.
-    pub fn apply(self, body: bytes::Bytes) -> bytes::Bytes {
+    pub fn apply(self, body: Bytes) -> Bytes {
         match self {
             Layout::Compact => body,
             Layout::Unindented => {
                 let end = body.len() - usize::from(body.ends_with(b"\n"));
                 body.slice(..end)
             }
-            Layout::Indented { raw_data } => indent(&body, raw_data).into(),
+            Layout::Indented { raw_data } => indent(&body, raw_data),
         }
     }
 }
@@ -131,7 +133,7 @@ const MAX_DEPTH: usize = 512;
 struct Indenter<'a> {
     src: &'a [u8],
     pos: usize,
-    out: Vec<u8>,
+    out: BytesMut,
     indent: usize,
     raw_data: bool,
 }
@@ -139,11 +141,11 @@ struct Indenter<'a> {
 /// `body` (compact JSON, as the cache and kubecache's encoders write it)
 /// laid out as the apiserver's pretty serializer writes it. Whatever does
 /// not parse is copied as it is.
-pub fn indent(body: &[u8], raw_data: bool) -> Vec<u8> {
+pub fn indent(body: &[u8], raw_data: bool) -> Bytes {
     let mut i = Indenter {
         src: body,
         pos: 0,
-        out: Vec::with_capacity(body.len() + body.len() / 2),
+        out: super::recycle::buffer(body.len() + body.len() / 2),
         indent: 0,
         raw_data,
     };
@@ -154,7 +156,7 @@ pub fn indent(body: &[u8], raw_data: bool) -> Vec<u8> {
     if !rest.is_empty() {
         i.out.extend_from_slice(rest);
     }
-    i.out
+    super::recycle::freeze(i.out)
 }
 
 impl Indenter<'_> {
@@ -169,7 +171,7 @@ impl Indenter<'_> {
     }
 
     fn newline(&mut self, spaces: usize) {
-        self.out.push(b'\n');
+        self.out.put_u8(b'\n');
         self.out.resize(self.out.len() + spaces, b' ');
     }
 
@@ -189,7 +191,7 @@ impl Indenter<'_> {
     fn object(&mut self, ctx: Ctx, depth: usize) {
         self.pos += 1;
         self.indent += 2;
-        self.out.push(b'{');
+        self.out.put_u8(b'{');
         self.newline(self.indent);
         self.skip_ws();
         if self.peek() == Some(b'}') {
@@ -236,7 +238,7 @@ impl Indenter<'_> {
         match self.peek() {
             Some(b',') => {
                 self.pos += 1;
-                self.out.push(b',');
+                self.out.put_u8(b',');
                 self.newline(self.indent);
                 Some(true)
             }
@@ -252,7 +254,7 @@ impl Indenter<'_> {
     fn close(&mut self, close: u8) {
         self.newline(self.indent - 2);
         self.indent -= 2;
-        self.out.push(close);
+        self.out.put_u8(close);
     }
 
     fn array(&mut self, ctx: Ctx, depth: usize) {
@@ -268,7 +270,7 @@ impl Indenter<'_> {
             c => c,
         };
         self.indent += 2;
-        self.out.push(b'[');
+        self.out.put_u8(b'[');
         self.newline(self.indent);
         loop {
             self.value(item, depth + 1);
@@ -317,8 +319,8 @@ impl Indenter<'_> {
         let n = token.len();
         if !raw && n >= 3 && token[n - 3] == b'e' && token[n - 2] == b'-' {
             self.out.extend_from_slice(&token[..n - 1]);
-            self.out.push(b'0');
-            self.out.push(token[n - 1]);
+            self.out.put_u8(b'0');
+            self.out.put_u8(token[n - 1]);
         } else {
             self.out.extend_from_slice(token);
         }
@@ -368,7 +370,7 @@ mod tests {
     use super::*;
 
     fn pretty(s: &str) -> String {
-        String::from_utf8(indent(s.as_bytes(), false)).unwrap()
+        String::from_utf8(indent(s.as_bytes(), false).to_vec()).unwrap()
     }
 
     #[test]
@@ -446,7 +448,7 @@ mod tests {
     fn a_controller_revisions_data_is_raw_only_when_asked() {
         let body = b"{\"data\":{\"spec\":{}}}";
         assert_eq!(
-            String::from_utf8(indent(body, true)).unwrap(),
+            String::from_utf8(indent(body, true).to_vec()).unwrap(),
             "{\n  \"data\": {\"spec\":{}}\n}"
         );
         assert_eq!(

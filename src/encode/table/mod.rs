@@ -13,6 +13,7 @@ pub mod time;
 
 use super::json::{go_string, list_meta, ListMeta};
 use super::meta::put_partial;
+use super::recycle;
 use crate::request::accept::MetaVersion;
 use crate::store::{Entry, ListStyle, TypeCodec};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -336,11 +337,11 @@ impl TableSpec {
             Include::Object => e.item.len() + 64,
         };
         let size: usize = items.iter().map(|e| object(e) + 200).sum();
-        let mut b = BytesMut::with_capacity(size + 4096);
+        let mut b = recycle::buffer(size + 4096);
         self.put_head(&mut b, &list_meta(meta, ListStyle::Typed), true);
         if items.is_empty() && self.printer.null_when_empty() {
             b.put_slice(b"null}\n");
-            return b.freeze();
+            return recycle::freeze(b);
         }
         b.put_u8(b'[');
         let ordered = self.ordered(items);
@@ -352,7 +353,7 @@ impl TableSpec {
             self.put_row(&mut b, &row, |b| self.put_row_object(b, codec, e), now);
         }
         b.put_slice(b"]}\n");
-        b.freeze()
+        recycle::freeze(b)
     }
 
     /// A page's entries in the order the printer's list function prints

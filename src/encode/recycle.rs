@@ -1,0 +1,267 @@
+//! The buffers big bodies are assembled in, handed back when the last
+//! response holding a body lets go of it and reused for the next one.
+//!
+//! glibc gives every allocation above its largest mmap threshold (32 MiB)
+//! fresh pages and unmaps them on free, so each 50 MB list body of 10,000
+//! pods paid the kernel for making and zeroing ~12,000 pages: four fifths
+//! of assembling it (benches/micro.rs, 29.7 ms against 5.4 ms into a
+//! buffer already in use). Bodies are remade on every event, so under churn
+//! that was most of a big list's cost.
+//!
+//! Only buffers of [`MIN`] and more are pooled; smaller ones the allocator
+//! keeps well itself. Idle ones take at most [`IDLE_LIMIT`] together and are
+//! freed after [`IDLE_FOR`] unused, so a burst of big lists does not hold
+//! memory for good.
+
+use crate::metrics;
+use bytes::{Bytes, BytesMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Bodies smaller than this are allocated as usual.
+pub const MIN: usize = 8 << 20;
+/// What idle buffers may take together; the oldest go first.
+pub const IDLE_LIMIT: usize = 128 << 20;
+/// How long a buffer waits for a body before it is freed.
+pub const IDLE_FOR: Duration = Duration::from_secs(60);
+
+struct Idle {
+    buf: BytesMut,
+    since: Instant,
+}
+
+#[derive(Default)]
+struct Pool {
+    /// Oldest first.
+    idle: Vec<Idle>,
+    bytes: usize,
+    /// A thread is waiting to free what outstays [`IDLE_FOR`].
+    sweeping: bool,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    idle: Vec::new(),
+    bytes: 0,
+    sweeping: false,
+});
+
+/// How many bodies were made in a buffer handed back by another.
+static REUSED: AtomicU64 = AtomicU64::new(0);
+
+fn pool() -> MutexGuard<'static, Pool> {
+    POOL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Pool {
+    fn remove(&mut self, i: usize) -> BytesMut {
+        let Idle { buf, .. } = self.idle.remove(i);
+        self.bytes -= buf.capacity();
+        buf
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while self
+            .idle
+            .first()
+            .is_some_and(|b| now.duration_since(b.since) >= IDLE_FOR)
+        {
+            self.remove(0);
+        }
+    }
+
+    fn report(&self) {
+        metrics::body_buffers_idle(self.bytes);
+    }
+}
+
+/// An empty buffer for a body of about `len` bytes: an idle one that fits
+/// if there is one. One over twice the size is not taken: what it holds
+/// beyond the body would be resident memory the kept bodies' budget does
+/// not see.
+pub fn buffer(len: usize) -> BytesMut {
+    if len < MIN {
+        return BytesMut::with_capacity(len);
+    }
+    let mut p = pool();
+    p.expire(Instant::now());
+    let fit = p
+        .idle
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| (len..=len.saturating_mul(2)).contains(&b.buf.capacity()))
+        .min_by_key(|(_, b)| b.buf.capacity())
+        .map(|(i, _)| i);
+    if let Some(i) = fit {
+        let buf = p.remove(i);
+        p.report();
+        REUSED.fetch_add(1, Ordering::Relaxed);
+        metrics::body_buffer_reused();
+        return buf;
+    }
+    drop(p);
+    // Room for the next version of the same body, a few objects grown.
+    BytesMut::with_capacity(len + len / 16)
+}
+
+/// The finished body. A big one's buffer comes back to the pool when the
+/// last clone of the `Bytes` is dropped.
+pub fn freeze(buf: BytesMut) -> Bytes {
+    if buf.capacity() < MIN {
+        return buf.freeze();
+    }
+    Bytes::from_owner(Recycled(buf))
+}
+
+struct Recycled(BytesMut);
+
+impl AsRef<[u8]> for Recycled {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Recycled {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.0));
+    }
+}
+
+fn give_back(mut buf: BytesMut) {
+    buf.clear();
+    let cap = buf.capacity();
+    if !(MIN..=IDLE_LIMIT).contains(&cap) {
+        return;
+    }
+    let now = Instant::now();
+    let mut p = pool();
+    p.expire(now);
+    while p.bytes + cap > IDLE_LIMIT {
+        p.remove(0);
+    }
+    p.bytes += cap;
+    p.idle.push(Idle { buf, since: now });
+    p.report();
+    if !p.sweeping {
+        p.sweeping = true;
+        drop(p);
+        start_sweeper();
+    }
+}
+
+/// Frees idle buffers as they outstay [`IDLE_FOR`], and ends when none are
+/// left: nothing else may touch the pool for a long while.
+fn start_sweeper() {
+    let sweep = || loop {
+        let next = {
+            let mut p = pool();
+            let now = Instant::now();
+            p.expire(now);
+            p.report();
+            match p.idle.first() {
+                Some(b) => IDLE_FOR.saturating_sub(now.duration_since(b.since)),
+                None => {
+                    p.sweeping = false;
+                    return;
+                }
+            }
+        };
+        std::thread::sleep(next);
+    };
+    let started = std::thread::Builder::new()
+        .name("kubecache-buffers".into())
+        .spawn(sweep);
+    if started.is_err() {
+        // No thread to be had: the buffers are freed instead of kept.
+        let mut p = pool();
+        p.idle.clear();
+        p.bytes = 0;
+        p.sweeping = false;
+        p.report();
+    }
+}
+
+/// What idle buffers hold now.
+pub fn idle_bytes() -> usize {
+    pool().bytes
+}
+
+/// How many bodies so far were made in a buffer another one handed back.
+pub fn reused() -> u64 {
+    REUSED.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BufMut;
+
+    // The pool is one for the process: these tests take turns, and each
+    // starts from an empty pool (no other unit test makes bodies this big).
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> MutexGuard<'static, ()> {
+        let turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let mut p = pool();
+        p.idle.clear();
+        p.bytes = 0;
+        turn
+    }
+
+    fn pooled(cap: usize) -> usize {
+        pool()
+            .idle
+            .iter()
+            .filter(|b| b.buf.capacity() == cap)
+            .count()
+    }
+
+    #[test]
+    fn a_big_body_buffer_comes_back_when_its_last_clone_is_dropped() {
+        let _turn = serial();
+        let len = MIN + 12_345;
+        let mut b = buffer(len);
+        let cap = b.capacity();
+        assert!(cap >= len);
+        b.put_slice(&vec![7u8; len]);
+        let body = freeze(b);
+        let clone = body.slice(10..20);
+        drop(body);
+        assert_eq!(pooled(cap), 0, "a clone still holds it");
+        assert_eq!(&clone[..], &[7u8; 10]);
+        drop(clone);
+        assert_eq!(pooled(cap), 1);
+
+        let again = buffer(len);
+        assert_eq!(again.capacity(), cap, "the same buffer again");
+        assert!(again.is_empty(), "and empty");
+        assert_eq!(pooled(cap), 0);
+    }
+
+    #[test]
+    fn small_bodies_and_much_bigger_buffers_are_not_pooled_together() {
+        let _turn = serial();
+        let small = freeze(buffer(1024));
+        drop(small);
+        assert!(pool().idle.iter().all(|b| b.buf.capacity() >= MIN));
+
+        let big = MIN * 5 + 777;
+        let mut b = buffer(big);
+        let cap = b.capacity();
+        b.put_u8(1);
+        drop(freeze(b));
+        assert_eq!(pooled(cap), 1);
+        let other = buffer(MIN + 1);
+        assert_ne!(other.capacity(), cap, "over twice the size is not taken");
+        assert_eq!(pooled(cap), 1);
+    }
+
+    #[test]
+    fn idle_buffers_never_take_more_than_the_limit() {
+        let _turn = serial();
+        let len = IDLE_LIMIT / 3;
+        let bodies: Vec<Bytes> = (0..5).map(|_| freeze(buffer(len))).collect();
+        drop(bodies);
+        assert!(idle_bytes() <= IDLE_LIMIT);
+    }
+}
