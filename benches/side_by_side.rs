@@ -182,6 +182,14 @@ fn main() {
             event: None,
         },
         Case {
+            name: "pods list RV=0, JSON (client agent), a pod changed before each",
+            path: all.clone(),
+            headers: vec![AGENT],
+            walk: false,
+            file: None,
+            event: Some(format!("{}/api/v1/namespaces/{ns}/pods/{name}", ra.url)),
+        },
+        Case {
             name: "pods list RV=0, gzip (curl)",
             path: all.clone(),
             headers: vec![GZIP],
