@@ -88,28 +88,42 @@ impl Generator {
         rfc3339(self.now - back)
     }
 
+    /// A namespace as `kubectl create namespace` leaves it.
     pub fn namespace(&mut self, name: &str) -> Value {
-        json!({
+        let created = self.ago(90 * 86_400);
+        let mut ns = json!({
             "kind": "Namespace", "apiVersion": "v1",
             "metadata": {
                 "name": name,
                 "uid": self.uid(),
-                "creationTimestamp": self.ago(90 * 86_400),
+                "creationTimestamp": created,
                 "labels": {"kubernetes.io/metadata.name": name}
             },
             "spec": {"finalizers": ["kubernetes"]},
             "status": {"phase": "Active"}
-        })
+        });
+        let zero = json!({"metadata": {"creationTimestamp": null}, "spec": {}, "status": {}});
+        let writes = [(
+            "kubectl-create",
+            created.as_str(),
+            &zero,
+            &namespace_as_created(&ns),
+        )];
+        ns["metadata"]["managedFields"] = managed_fields("v1", &writes, managed::atomic_lists);
+        ns
     }
 
+    /// A node as its kubelet registered it and kube-controller-manager
+    /// gave it a pod CIDR.
     pub fn node(&mut self, i: usize) -> Value {
         let name = format!("node-{i:03}");
-        json!({
+        let registered = self.now - self.rng.gen_range(86_400..60 * 86_400);
+        let mut node = json!({
             "kind": "Node", "apiVersion": "v1",
             "metadata": {
                 "name": name,
                 "uid": self.uid(),
-                "creationTimestamp": self.ago(60 * 86_400),
+                "creationTimestamp": rfc3339(registered),
                 "labels": {
                     "beta.kubernetes.io/arch": "amd64",
                     "beta.kubernetes.io/os": "linux",
@@ -135,18 +149,38 @@ impl Generator {
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "nodeInfo": {"machineID": self.suffix(32), "systemUUID": self.uid(), "bootID": self.uid(), "kernelVersion": "5.10.205-195.807.amzn2.x86_64", "osImage": "Amazon Linux 2", "containerRuntimeVersion": "containerd://1.7.11", "kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2", "operatingSystem": "linux", "architecture": "amd64"}
             }
-        })
+        });
+        // A Go zero Node: its status's structs are there, zero-valued.
+        let zero = json!({"metadata": {"creationTimestamp": null}, "spec": {}, "status": {
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "", "containerRuntimeVersion": "", "kubeletVersion": "", "kubeProxyVersion": "", "operatingSystem": "", "architecture": ""}
+        }});
+        let as_registered = node_as_registered(&node);
+        let (at, cidr_at) = (rfc3339(registered), rfc3339(registered + 5));
+        let writes = [
+            ("kubelet", at.as_str(), &zero, &as_registered),
+            (
+                "kube-controller-manager",
+                cidr_at.as_str(),
+                &as_registered,
+                &node,
+            ),
+        ];
+        node["metadata"]["managedFields"] = managed_fields("v1", &writes, managed::node_lists);
+        node
     }
 
+    /// A configmap as Helm created it.
     pub fn configmap(&mut self, ns: &str, i: usize) -> Value {
         let app = APPS[i % APPS.len()];
-        json!({
+        let created = self.ago(30 * 86_400);
+        let mut cm = json!({
             "kind": "ConfigMap", "apiVersion": "v1",
             "metadata": {
                 "name": format!("{app}-config-{i}"),
                 "namespace": ns,
                 "uid": self.uid(),
-                "creationTimestamp": self.ago(30 * 86_400),
+                "creationTimestamp": created,
                 "labels": {"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": "shop"}
             },
             "data": {
@@ -154,15 +188,22 @@ impl Generator {
                 "FEATURE_FLAGS": "checkout-v2=true,search-suggest=false",
                 "config.yaml": format!("server:\n  port: 8080\n  workers: {}\ncache:\n  ttl: 30s\n", 2 + i % 6)
             }
-        })
+        });
+        let zero = json!({"metadata": {"creationTimestamp": null}});
+        let writes = [("helm", created.as_str(), &zero, &configmap_as_created(&cm))];
+        cm["metadata"]["managedFields"] = managed_fields("v1", &writes, managed::atomic_lists);
+        cm
     }
 
+    /// A deployment as Helm created it and its controller left it.
     pub fn deployment(&mut self, ns: &str, app: &str) -> Value {
-        json!({
+        let created = self.ago(30 * 86_400);
+        let progressed = self.ago(86_400);
+        let mut d = json!({
             "kind": "Deployment", "apiVersion": "apps/v1",
             "metadata": {
                 "name": app, "namespace": ns, "uid": self.uid(), "generation": 3,
-                "creationTimestamp": self.ago(30 * 86_400),
+                "creationTimestamp": created,
                 "labels": {"app": app},
                 "annotations": {"deployment.kubernetes.io/revision": "3"}
             },
@@ -176,10 +217,31 @@ impl Generator {
             },
             "status": {"observedGeneration": 3, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3,
                 "conditions": [
-                    {"type": "Available", "status": "True", "lastUpdateTime": self.ago(86_400), "lastTransitionTime": self.ago(86_400), "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
-                    {"type": "Progressing", "status": "True", "lastUpdateTime": self.ago(86_400), "lastTransitionTime": self.ago(86_400), "reason": "NewReplicaSetAvailable", "message": format!("ReplicaSet \"{app}-7d4b9c8f6b\" has successfully progressed.")}
+                    {"type": "Available", "status": "True", "lastUpdateTime": progressed, "lastTransitionTime": progressed, "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."},
+                    {"type": "Progressing", "status": "True", "lastUpdateTime": progressed, "lastTransitionTime": progressed, "reason": "NewReplicaSetAvailable", "message": format!("ReplicaSet \"{app}-7d4b9c8f6b\" has successfully progressed.")}
                 ]}
-        })
+        });
+        let as_created = deployment_as_created(&d);
+        // What the create left for the controller: a Go zero status.
+        let mut after_create = as_created.clone();
+        after_create["status"] = json!({});
+        let zero = json!({"metadata": {"creationTimestamp": null}, "spec": {
+            "selector": null,
+            "template": {"metadata": {"creationTimestamp": null}, "spec": {"containers": null}},
+            "strategy": {}
+        }, "status": {}});
+        let writes = [
+            ("helm", created.as_str(), &zero, &as_created),
+            (
+                "kube-controller-manager",
+                progressed.as_str(),
+                &after_create,
+                &d,
+            ),
+        ];
+        d["metadata"]["managedFields"] =
+            managed_fields("apps/v1", &writes, managed::deployment_lists);
+        d
     }
 
     /// A pod as the kubelet reports it, in one of the phases a real
@@ -330,6 +392,74 @@ pub fn pod_as_the_controller_created_it(pod: &Value) -> Value {
     })
 }
 
+/// What `kubectl create namespace` sends for `ns` (the name label of
+/// v1.21's defaulting set by hand), with the status phase v1.20's defaults
+/// give it before the field manager sees it.
+pub fn namespace_as_created(ns: &Value) -> Value {
+    let m = &ns["metadata"];
+    json!({"metadata": {"name": m["name"], "labels": m["labels"]}, "status": {"phase": "Active"}})
+}
+
+/// What Helm sends to create `cm`.
+pub fn configmap_as_created(cm: &Value) -> Value {
+    let m = &cm["metadata"];
+    json!({"metadata": {"name": m["name"], "labels": m["labels"]}, "data": cm["data"]})
+}
+
+/// What Helm sends to create `d`: no status, and none of the annotations
+/// the controller writes.
+pub fn deployment_as_created(d: &Value) -> Value {
+    let m = &d["metadata"];
+    json!({"metadata": {"name": m["name"], "labels": m["labels"]}, "spec": d["spec"]})
+}
+
+/// What a kubelet registers `node` as: everything but the pod CIDR and
+/// the TTL annotation kube-controller-manager adds.
+pub fn node_as_registered(node: &Value) -> Value {
+    let mut n = node.clone();
+    if let Some(m) = n["metadata"].as_object_mut() {
+        for f in [
+            "uid",
+            "creationTimestamp",
+            "resourceVersion",
+            "managedFields",
+        ] {
+            m.remove(f);
+        }
+    }
+    if let Some(a) = n["metadata"]["annotations"].as_object_mut() {
+        a.remove("node.alpha.kubernetes.io/ttl");
+    }
+    if let Some(s) = n["spec"].as_object_mut() {
+        s.remove("podCIDR");
+        s.remove("podCIDRs");
+    }
+    n
+}
+
+/// `metadata.managedFields` of an object made by `writes` (manager, when,
+/// the object before, the object after), in v1.20's order: by time, then
+/// manager.
+fn managed_fields(
+    api_version: &str,
+    writes: &[(&str, &str, &Value, &Value)],
+    lists: managed::Lists,
+) -> Value {
+    let mut entries: Vec<(&str, &str, Value)> = writes
+        .iter()
+        .filter_map(|(manager, at, before, after)| {
+            managed::changed(before, after, lists).map(|f| (*at, *manager, f))
+        })
+        .collect();
+    entries.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    Value::Array(
+        entries
+            .into_iter()
+            .map(|(at, manager, f)| managed::entry(manager, api_version, at, f))
+            .collect(),
+    )
+}
+
 /// A pod's managed fields as a cluster leaves them: the ReplicaSet
 /// controller's create (kube-controller-manager) and the kubelet's status
 /// writes, each compared with the pod before it, as v1.20's field manager
@@ -349,14 +479,12 @@ fn pod_managed_fields(pod: &Value, at: &str) -> Value {
         .filter(|c| c["type"] == "PodScheduled")
         .collect();
     let bound = json!({"status": {"phase": "Pending", "qosClass": status["qosClass"], "conditions": scheduled}});
-    let mut entries = Vec::new();
-    if let Some(f) = managed::changed(&zero, &created, managed::pod_lists) {
-        entries.push(managed::entry("kube-controller-manager", "v1", at, f));
-    }
-    if let Some(f) = managed::changed(&bound, &json!({ "status": status }), managed::pod_lists) {
-        entries.push(managed::entry("kubelet", "v1", at, f));
-    }
-    Value::Array(entries)
+    let written = json!({ "status": status });
+    let writes = [
+        ("kube-controller-manager", at, &zero, &created),
+        ("kubelet", at, &bound, &written),
+    ];
+    managed_fields("v1", &writes, managed::pod_lists)
 }
 
 #[cfg(test)]

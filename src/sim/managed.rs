@@ -14,10 +14,41 @@ pub enum ListType {
     Map(&'static [&'static str]),
     /// The list is one value (`f:list: {}`).
     Atomic,
+    /// A set of scalars, each item its own (`v:"10.244.1.0/24"`).
+    Set,
+    /// Not a list: a struct set as a whole (`+structType=atomic`, as label
+    /// selectors are), `f:selector: {}`.
+    AtomicStruct,
 }
 
 /// A type's lists, by the field names leading to them ("spec.containers").
 pub type Lists = fn(&str) -> ListType;
+
+/// For types whose lists are all atomic (or that have none).
+pub fn atomic_lists(_: &str) -> ListType {
+    ListType::Atomic
+}
+
+/// The list types of a Deployment: its pod template's, and its conditions;
+/// its selector is atomic.
+pub fn deployment_lists(path: &str) -> ListType {
+    if path == "spec.selector" {
+        return ListType::AtomicStruct;
+    }
+    match path.strip_prefix("spec.template.") {
+        Some(pod) if pod.starts_with("spec.") => pod_lists(pod),
+        _ => pod_lists(path),
+    }
+}
+
+/// The list types of a Node.
+pub fn node_lists(path: &str) -> ListType {
+    match path {
+        "spec.podCIDRs" => ListType::Set,
+        "status.conditions" | "status.addresses" => ListType::Map(&["type"]),
+        _ => ListType::Atomic,
+    }
+}
 
 /// The list types of a pod (v1.20's `patchMergeKey`s); any other list is
 /// atomic.
@@ -43,6 +74,8 @@ pub fn changed(old: &Value, new: &Value, lists: Lists) -> Option<Value> {
     object(Some(old), new, &mut Vec::new(), lists).map(Value::Object)
 }
 
+static EMPTY: Value = Value::Null;
+
 fn object(
     old: Option<&Value>,
     new: &Value,
@@ -56,8 +89,15 @@ fn object(
     names.sort();
     let mut out = Map::new();
     for name in names {
+        if stripped(path, name) {
+            continue;
+        }
         path.push(name.clone());
-        let before = old.and_then(|o| o.get(name));
+        let mut before = old.and_then(|o| o.get(name));
+        // `metadata` itself is never in a set (it is stripped), so never new.
+        if before.is_none() && path.len() == 1 && name == "metadata" {
+            before = Some(&EMPTY);
+        }
         if let Some(set) = node(before, &fields[name], path, lists) {
             out.insert(format!("f:{name}"), set);
         }
@@ -66,15 +106,40 @@ fn object(
     (!out.is_empty()).then_some(out)
 }
 
+/// What the field manager leaves out of every set: the type, and the
+/// metadata the apiserver owns or that names the object.
+fn stripped(path: &[String], name: &str) -> bool {
+    match path {
+        [] => matches!(name, "apiVersion" | "kind"),
+        [m] if m == "metadata" => matches!(
+            name,
+            "name"
+                | "namespace"
+                | "creationTimestamp"
+                | "selfLink"
+                | "uid"
+                | "clusterName"
+                | "generation"
+                | "managedFields"
+                | "resourceVersion"
+        ),
+        _ => false,
+    }
+}
+
 /// One field's part of the set: its own "." when it is new, and what
 /// changed beneath it; a leaf (a scalar, null, an empty object or an
 /// atomic list) is itself the change.
 fn node(old: Option<&Value>, new: &Value, path: &mut Vec<String>, lists: Lists) -> Option<Value> {
     let beneath = match new {
-        Value::Object(m) if !m.is_empty() => object(old, new, path, lists),
+        Value::Object(m) if !m.is_empty() => match lists(&path.join(".")) {
+            ListType::AtomicStruct => return leaf(old, new),
+            _ => object(old, new, path, lists),
+        },
         Value::Array(items) => match lists(&path.join(".")) {
             ListType::Map(keys) => keyed(old, items, keys, path, lists),
-            ListType::Atomic => return leaf(old, new),
+            ListType::Set => members(old, items),
+            ListType::Atomic | ListType::AtomicStruct => return leaf(old, new),
         },
         _ => return leaf(old, new),
     };
@@ -113,6 +178,22 @@ fn keyed(
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     let out: Map<String, Value> = out.into_iter().collect();
+    (!out.is_empty()).then_some(out)
+}
+
+/// The items of a set of scalars that `old` lacked, by value.
+fn members(old: Option<&Value>, items: &[Value]) -> Option<Map<String, Value>> {
+    let olds = old.and_then(Value::as_array);
+    let mut out: Vec<String> = items
+        .iter()
+        .filter(|i| !olds.is_some_and(|o| o.contains(i)))
+        .map(|i| format!("v:{i}"))
+        .collect();
+    out.sort();
+    let out: Map<String, Value> = out
+        .into_iter()
+        .map(|k| (k, Value::Object(Map::new())))
+        .collect();
     (!out.is_empty()).then_some(out)
 }
 
@@ -192,5 +273,27 @@ mod tests {
             .to_string()
         );
         assert_eq!(changed(&new, &new, pod_lists), None);
+    }
+
+    #[test]
+    fn names_and_server_fields_are_left_out_and_sets_and_selectors_are_recorded_as_such() {
+        let old = json!({"metadata": {"creationTimestamp": null}, "spec": {"selector": null}});
+        let new = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u", "generation": 2,
+                "resourceVersion": "7", "labels": {"app": "web"}},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}}
+        });
+        assert_eq!(
+            changed(&old, &new, deployment_lists).unwrap().to_string(),
+            json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:selector": {}}})
+                .to_string()
+        );
+        let old = json!({"spec": {"podCIDRs": ["10.0.0.0/24"]}});
+        let new = json!({"spec": {"podCIDRs": ["10.0.1.0/24", "10.0.0.0/24"]}});
+        assert_eq!(
+            changed(&old, &new, node_lists).unwrap().to_string(),
+            json!({"f:spec": {"f:podCIDRs": {"v:\"10.0.1.0/24\"": {}}}}).to_string()
+        );
     }
 }
