@@ -197,7 +197,8 @@ impl Generator {
 
     /// A deployment as Helm created it and its controller left it.
     pub fn deployment(&mut self, ns: &str, app: &str) -> Value {
-        let created = self.ago(30 * 86_400);
+        // Created before its last rollout progressed.
+        let created = rfc3339(self.now - self.rng.gen_range(2 * 86_400..30 * 86_400));
         let progressed = self.ago(86_400);
         let mut d = json!({
             "kind": "Deployment", "apiVersion": "apps/v1",
