@@ -70,11 +70,6 @@ async fn all(sim: &SimServer, path: &str) -> Vec<Value> {
     items
 }
 
-fn sorted(mut m: Vec<(String, String)>) -> Vec<(String, String)> {
-    m.sort();
-    m
-}
-
 #[tokio::test]
 async fn every_generated_kind_carries_the_managed_fields_of_its_writers() {
     let sim = SimBuilder::new().start().await;
@@ -174,6 +169,13 @@ mod real {
         configmap_as_created, deployment_as_created, namespace_as_created, node_as_registered,
     };
     use serde_json::json;
+
+    /// Managers in name order: a real write within the same second as the
+    /// one before it sorts by name, not by when it came.
+    fn sorted(mut m: Vec<(String, String)>) -> Vec<(String, String)> {
+        m.sort();
+        m
+    }
 
     /// `body` created at `url` by `manager`; the object as created.
     async fn create(url: &str, manager: &str, mut body: Value, kind: &str, version: &str) -> Value {

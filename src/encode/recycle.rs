@@ -181,11 +181,6 @@ fn start_sweeper() {
     }
 }
 
-/// What idle buffers hold now.
-pub fn idle_bytes() -> usize {
-    pool().bytes
-}
-
 /// How many bodies so far were made in a buffer another one handed back.
 pub fn reused() -> u64 {
     REUSED.load(Ordering::Relaxed)
@@ -262,6 +257,6 @@ mod tests {
         let len = IDLE_LIMIT / 3;
         let bodies: Vec<Bytes> = (0..5).map(|_| freeze(buffer(len))).collect();
         drop(bodies);
-        assert!(idle_bytes() <= IDLE_LIMIT);
+        assert!(pool().bytes <= IDLE_LIMIT);
     }
 }
