@@ -98,9 +98,18 @@ impl Status {
 
     /// 409, like `apierrors.NewConflict` for a stale resourceVersion.
     pub fn conflict(group: &str, resource: &str, name: &str) -> Self {
+        Status::conflict_because(group, resource, name, "the object has been modified; please apply your changes to the latest version and try again")
+    }
+
+    /// 409, like `apierrors.NewConflict(resource, name, err)`.
+    pub fn conflict_because(group: &str, resource: &str, name: &str, err: &str) -> Self {
         let qualified = qualified_resource(group, resource);
-        Status::new(409, "Conflict", format!("Operation cannot be fulfilled on {qualified} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"))
-            .with_details(object_details(group, resource, name))
+        Status::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {qualified} \"{name}\": {err}"),
+        )
+        .with_details(object_details(group, resource, name))
     }
 
     /// 410, like `apierrors.NewResourceExpired`.
@@ -115,18 +124,18 @@ impl Status {
         } else {
             format!("{kind}.{group}")
         };
-        let message = match causes.as_slice() {
-            [one] => format!(
-                "{qualified} \"{name}\" is invalid: {}: {}",
-                one.field, one.message
-            ),
-            many => {
-                let list: Vec<String> = many
-                    .iter()
-                    .map(|c| format!("{}: {}", c.field, c.message))
-                    .collect();
-                format!("{qualified} \"{name}\" is invalid: [{}]", list.join(", "))
+        // The message lists each distinct error once, as the field
+        // ErrorList's aggregate does; the causes keep every one.
+        let mut list: Vec<String> = Vec::new();
+        for c in &causes {
+            let line = format!("{}: {}", c.field, c.message);
+            if !list.contains(&line) {
+                list.push(line);
             }
+        }
+        let message = match list.as_slice() {
+            [one] => format!("{qualified} \"{name}\" is invalid: {one}"),
+            many => format!("{qualified} \"{name}\" is invalid: [{}]", many.join(", ")),
         };
         Status::new(422, "Invalid", message).with_details(Details {
             name: name.to_string(),

@@ -12,9 +12,11 @@
 //! one, else go-restful's bare "406: Not Acceptable" (its routes produce
 //! JSON alone), and its NotAcceptable lists `application/json` alone.
 //! `pretty` is ignored (compact JSON), and writes answer JSON whatever the
-//! header.
+//! header. Writes are create, update, delete and the three non-apply
+//! patches (`patch`), with the apiserver's update rules (`Sim::update`).
 
 use super::faults::{FaultCommand, GARBAGE_LINE};
+use super::patch::{PatchError, PatchType};
 use super::{Sim, SimType, WriteError};
 use crate::encode::json::{self, ListMeta};
 use crate::encode::Repr;
@@ -27,7 +29,7 @@ use crate::serve::read::FRESHNESS_WAIT;
 use crate::serve::route::{Negotiation, Refusal, Shape};
 use crate::serve::watch::{self, Interference, Start, WatchSpec};
 use crate::serve::{json_response, negotiated_error, status_response};
-use crate::status::Status;
+use crate::status::{Cause, Details, Status};
 use crate::store::page::{read_page, PageRequest};
 use crate::store::{Entry, Snapshot};
 use crate::upstream::{full_body, Body, BoxError};
@@ -156,9 +158,36 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
             Err(s) => status_response(&s),
         },
         (Method::PUT, Some(name)) => match read_body(req).await {
-            Ok(obj) => write_result(&t, sim.update(&t, obj), StatusCode::OK, Some(&name)),
+            Ok(obj) => write_result(
+                &t,
+                sim.update(&t, ns.as_deref(), &name, obj),
+                StatusCode::OK,
+                Some(&name),
+            ),
             Err(s) => status_response(&s),
         },
+        (Method::PATCH, Some(name)) => {
+            // The patch type is checked first, as go-restful's route does.
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            let Some(ty) = PatchType::from_content_type(content_type) else {
+                return status_response(
+                    &Status::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
+                        .with_details(Details::default()),
+                );
+            };
+            match req.into_body().collect().await {
+                Ok(body) => write_result(
+                    &t,
+                    sim.patch(&t, ns.as_deref(), &name, ty, &body.to_bytes()),
+                    StatusCode::OK,
+                    Some(&name),
+                ),
+                Err(e) => status_response(&Status::bad_request(e.to_string())),
+            }
+        }
         (Method::DELETE, Some(name)) => write_result(
             &t,
             sim.delete(&t, key.as_deref().unwrap_or_default()),
@@ -266,6 +295,50 @@ fn write_result(
         }
         Err(WriteError::Conflict) => status_response(&Status::conflict(g, res, name.unwrap_or(""))),
         Err(WriteError::BadBody(m)) => status_response(&Status::bad_request(m)),
+        Err(WriteError::Invalid { field, message }) => {
+            let cause = Cause {
+                reason: "FieldValueInvalid".into(),
+                message,
+                field,
+            };
+            status_response(&Status::invalid(
+                g,
+                &t.rt.kind,
+                name.unwrap_or(""),
+                vec![cause.clone(), cause],
+            ))
+        }
+        Err(WriteError::Precondition(m)) => {
+            status_response(&Status::conflict_because(g, res, name.unwrap_or(""), &m))
+        }
+        Err(WriteError::Patch(e)) => status_response(&patch_status(e)),
+    }
+}
+
+/// A patch's failure as the apiserver answers it.
+fn patch_status(e: PatchError) -> Status {
+    match e {
+        PatchError::BadRequest(m) => Status::bad_request(m),
+        PatchError::DoesNotApply => {
+            Status::new(422, "Invalid", PatchError::DoesNotApply.to_string())
+                .with_details(Details::default())
+        }
+        PatchError::NotAnObject(value) => Status::invalid(
+            "",
+            "",
+            "",
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {value}"),
+                field: "patch".into(),
+            }],
+        ),
+        PatchError::TooLarge(m) => Status::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: {m}"),
+        ),
+        PatchError::Unknown(m) => Status::new(500, "", m),
     }
 }
 

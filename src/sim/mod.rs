@@ -1,9 +1,9 @@
 //! The simulated apiserver (`kubecache sim`): discovery, get/list/watch with
-//! the apiserver's semantics over its own store and history, create, update
-//! and delete, realistic generated objects, churn, and fault injection. It is
-//! the demo's upstream, a test double with the real one's rules, and a load
-//! generator. Where it and a real apiserver disagree, the real one is right.
-//! Reads negotiate `Accept` as kubecache does (JSON, Tables,
+//! the apiserver's semantics over its own store and history, create, update,
+//! patch and delete with its update rules, realistic generated objects,
+//! churn, and fault injection. It is the demo's upstream, a test double
+//! with the real one's rules, and a load generator. Where it and a real
+//! apiserver disagree, the real one is right. Reads negotiate `Accept` as kubecache does (JSON, Tables,
 //! PartialObjectMetadata[List], the apiserver's 406s), with JSON its only
 //! serializer: no YAML or protobuf (see `api`).
 
@@ -11,6 +11,7 @@ pub mod api;
 pub mod faults;
 pub mod generate;
 mod managed;
+pub mod patch;
 
 use crate::encode::table::Printer;
 use crate::resource::{GroupVersionResource, ResourceType};
@@ -92,6 +93,17 @@ pub struct Sim {
 pub enum WriteError {
     #[error("{0}")]
     BadBody(String),
+    /// A field the write may not change (422 Invalid). The apiserver
+    /// reports it twice: its common-field check and the type's own update
+    /// validation both find it.
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    /// A PUT whose uid is not the stored object's: the uid precondition
+    /// the storage checks before anything else (409).
+    #[error("{0}")]
+    Precondition(String),
+    #[error(transparent)]
+    Patch(#[from] patch::PatchError),
     #[error("already exists")]
     AlreadyExists,
     #[error("not found")]
@@ -269,52 +281,69 @@ impl Sim {
         }
     }
 
-    /// Stamps an object with its new resource version and stores it, under
-    /// the write lock so revisions are applied in order.
+    /// The store key of an object of `t` by its metadata.
+    fn key_of(t: &SimType, obj: &Value) -> Result<String, WriteError> {
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                WriteError::BadBody(
+                    "metadata.name: Required value: name or generateName is required".into(),
+                )
+            })?;
+        Ok(
+            match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
+                Some(ns) if t.rt.namespaced => format!("{ns}/{name}"),
+                _ => name.to_string(),
+            },
+        )
+    }
+
+    /// Makes the object to store at `key` from what is stored there now,
+    /// stamps it with the next resource version and stores it, all under
+    /// the write lock so revisions are applied in order. An update that
+    /// changes nothing is no write, as etcd3's GuaranteedUpdate skips it:
+    /// the object keeps its version and watchers see no event.
     fn commit(
         &self,
         t: &SimType,
         kind: EventType,
-        mut obj: Value,
-        check: impl FnOnce(Option<&Arc<Entry>>) -> Result<(), WriteError>,
+        key: &str,
+        make: impl FnOnce(Option<&Arc<Entry>>) -> Result<Value, WriteError>,
     ) -> Result<Arc<Entry>, WriteError> {
         let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let key = {
-            let name = obj
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    WriteError::BadBody(
-                        "metadata.name: Required value: name or generateName is required".into(),
-                    )
-                })?;
-            match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
-                Some(ns) if t.rt.namespaced => format!("{ns}/{name}"),
-                _ => name.to_string(),
-            }
-        };
-        check(t.store.get(&key).as_ref())?;
+        let have = t.store.get(key);
+        let obj = make(have.as_ref())?;
         let rv = self.revision() + 1;
-        let Some(Value::Object(meta)) = obj.get_mut("metadata").map(std::mem::take) else {
-            return Err(WriteError::BadBody("metadata must be an object".into()));
-        };
-        let mut meta = meta;
-        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-        // kind and apiVersion first, then metadata, then the rest in order.
-        let Value::Object(rest) = obj else {
+        let Value::Object(mut rest) = obj else {
             return Err(WriteError::BadBody("the body must be a JSON object".into()));
         };
+        let Some(Value::Object(mut meta)) = rest.shift_remove("metadata") else {
+            return Err(WriteError::BadBody("metadata must be an object".into()));
+        };
+        // In its place among the metadata; the version is set below.
+        meta.insert("resourceVersion".into(), Value::Null);
+        // kind and apiVersion first, then metadata, then the rest in order.
         let mut out = Map::new();
         out.insert("kind".into(), Value::String(t.rt.kind.clone()));
         out.insert("apiVersion".into(), Value::String(t.rt.gvr.api_version()));
         out.insert("metadata".into(), Value::Object(order_metadata(meta)));
         for (k, v) in rest {
-            if k != "kind" && k != "apiVersion" && k != "metadata" {
+            if k != "kind" && k != "apiVersion" {
                 out.insert(k, v);
             }
         }
-        let bytes = serde_json::to_vec(&Value::Object(out))
-            .map_err(|e| WriteError::BadBody(e.to_string()))?;
+        let mut out = Value::Object(out);
+        if let (EventType::Modified, Some(old)) = (kind, &have) {
+            set_resource_version(&mut out, old.rv);
+            let unchanged = serde_json::from_slice::<Value>(&t.codec.object_bytes(old))
+                .is_ok_and(|stored| stored == out);
+            if unchanged {
+                return Ok(old.clone());
+            }
+        }
+        set_resource_version(&mut out, rv);
+        let bytes = serde_json::to_vec(&out).map_err(|e| WriteError::BadBody(e.to_string()))?;
         let entry = Arc::new(
             t.codec
                 .from_object(&bytes)
@@ -354,31 +383,73 @@ impl Sim {
         if meta.get("creationTimestamp") == Some(&Value::Null) {
             meta.insert("creationTimestamp".into(), Value::String(now));
         }
-        self.commit(t, EventType::Added, obj, |have| match have {
+        let key = Self::key_of(t, &obj)?;
+        self.commit(t, EventType::Added, &key, |have| match have {
             Some(_) => Err(WriteError::AlreadyExists),
-            None => Ok(()),
+            None => Ok(obj),
         })
     }
 
-    pub fn update(&self, t: &SimType, obj: Value) -> Result<Arc<Entry>, WriteError> {
-        let want_rv = obj
-            .pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        self.commit(t, EventType::Modified, obj, |have| match (have, want_rv) {
-            (None, _) => Err(WriteError::NotFound),
-            (Some(e), Some(rv)) if rv != e.rv.to_string() => Err(WriteError::Conflict),
-            _ => Ok(()),
+    /// A PUT of the object named `name` (in `ns`): the apiserver's checks
+    /// of the name and namespace, its resourceVersion precondition, and
+    /// what its update strategies keep from the stored object.
+    pub fn update(
+        &self,
+        t: &SimType,
+        ns: Option<&str>,
+        name: &str,
+        mut obj: Value,
+    ) -> Result<Arc<Entry>, WriteError> {
+        check_name(t, ns, name, &mut obj)?;
+        let key = Self::key_of(t, &obj)?;
+        self.commit(t, EventType::Modified, &key, |have| {
+            let old = stored_object(t, have)?;
+            let stored_uid = meta_str(&old, "uid").unwrap_or("");
+            match meta_str(&obj, "uid") {
+                Some(uid) if !uid.is_empty() && uid != stored_uid => {
+                    Err(WriteError::Precondition(format!(
+                        "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
+                        etcd_key(t, &key)
+                    )))
+                }
+                _ => prepare_for_update(t, &old, obj),
+            }
+        })
+    }
+
+    /// A PATCH of the object named `name` (in `ns`): the patch applied to
+    /// the stored object, then checked and kept as an update is.
+    pub fn patch(
+        &self,
+        t: &SimType,
+        ns: Option<&str>,
+        name: &str,
+        ty: patch::PatchType,
+        body: &[u8],
+    ) -> Result<Arc<Entry>, WriteError> {
+        let key = match ns {
+            Some(ns) if t.rt.namespaced => format!("{ns}/{name}"),
+            _ => name.to_string(),
+        };
+        self.commit(t, EventType::Modified, &key, |have| {
+            let old = stored_object(t, have)?;
+            let mut obj = patch::apply(ty, &t.rt.kind, &old, body)?;
+            check_name(t, ns, name, &mut obj)?;
+            prepare_for_update(t, &old, obj)
         })
     }
 
     pub fn delete(&self, t: &SimType, key: &str) -> Result<Arc<Entry>, WriteError> {
-        let have = t.store.get(key).ok_or(WriteError::NotFound)?;
-        let obj: Value = serde_json::from_slice(&t.codec.object_bytes(&have))
-            .map_err(|e| WriteError::BadBody(e.to_string()))?;
-        self.commit(t, EventType::Deleted, obj, |have| match have {
+        self.commit(t, EventType::Deleted, key, |have| stored_object(t, have))
+    }
+
+    /// A write as a controller with the status subresource makes it: the
+    /// whole object replaced, no update rules applied.
+    fn replace(&self, t: &SimType, obj: Value) -> Result<Arc<Entry>, WriteError> {
+        let key = Self::key_of(t, &obj)?;
+        self.commit(t, EventType::Modified, &key, |have| match have {
             None => Err(WriteError::NotFound),
-            Some(_) => Ok(()),
+            Some(_) => Ok(obj),
         })
     }
 
@@ -408,7 +479,7 @@ impl Sim {
         if let Some(cs) = obj.pointer_mut("/status/containerStatuses/0/restartCount") {
             *cs = Value::from(cs.as_u64().unwrap_or(0) + (step % 2));
         }
-        let _ = self.update(&t, obj);
+        let _ = self.replace(&t, obj);
     }
 
     /// Applies the start-up faults and runs the scheduled ones.
@@ -445,6 +516,149 @@ impl Sim {
             }
         });
     }
+}
+
+/// Where the apiserver keeps an object of `t` in etcd (its errors name it).
+fn etcd_key(t: &SimType, key: &str) -> String {
+    let prefix = match t.rt.gvr.resource.as_str() {
+        "services" => "services/specs",
+        "nodes" => "minions",
+        other => other,
+    };
+    format!("/registry/{prefix}/{key}")
+}
+
+fn set_resource_version(obj: &mut Value, rv: u64) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+}
+
+/// The stored object, or NotFound.
+fn stored_object(t: &SimType, have: Option<&Arc<Entry>>) -> Result<Value, WriteError> {
+    let have = have.ok_or(WriteError::NotFound)?;
+    serde_json::from_slice(&t.codec.object_bytes(have))
+        .map_err(|e| WriteError::BadBody(e.to_string()))
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// The handlers' `checkName`, then `BeforeUpdate`'s namespace rule: the
+/// object must carry the URL's name; a namespaced one takes the URL's
+/// namespace when it has none, and a cluster-scoped one loses any.
+fn check_name(
+    t: &SimType,
+    ns: Option<&str>,
+    name: &str,
+    obj: &mut Value,
+) -> Result<(), WriteError> {
+    let meta = match obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        Some(meta) if meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty()) => {
+            meta
+        }
+        _ => {
+            return Err(WriteError::BadBody(format!(
+                "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+            )))
+        }
+    };
+    let have = meta.get("name").and_then(Value::as_str).unwrap_or("");
+    if have != name {
+        return Err(WriteError::BadBody(format!(
+            "the name of the object ({have}) does not match the name on the URL ({name})"
+        )));
+    }
+    match (t.rt.namespaced, ns) {
+        (true, Some(ns)) => match meta.get("namespace").and_then(Value::as_str) {
+            Some(have) if !have.is_empty() && have != ns => {
+                return Err(WriteError::BadBody(format!(
+                    "the namespace of the object ({have}) does not match the namespace on the request ({ns})"
+                )))
+            }
+            _ => {
+                meta.insert("namespace".into(), Value::String(ns.to_string()));
+            }
+        },
+        _ => {
+            meta.shift_remove("namespace");
+        }
+    }
+    Ok(())
+}
+
+/// What `rest.BeforeUpdate` and the types' update strategies do with an
+/// update of `old`: the resourceVersion precondition, the uid kept (and
+/// immutable), creationTimestamp kept, generation kept (a deployment's
+/// bumped when its spec or annotations change), and status kept for the
+/// types whose status is written through `/status` only.
+fn prepare_for_update(t: &SimType, old: &Value, mut obj: Value) -> Result<Value, WriteError> {
+    let old_rv = meta_str(old, "resourceVersion").unwrap_or("");
+    if let Some(rv) = meta_str(&obj, "resourceVersion") {
+        if !rv.is_empty() && rv != old_rv {
+            return Err(WriteError::Conflict);
+        }
+    }
+    let old_uid = meta_str(old, "uid").unwrap_or("").to_string();
+    match meta_str(&obj, "uid") {
+        Some(uid) if !uid.is_empty() && uid != old_uid => {
+            return Err(WriteError::Invalid {
+                field: "metadata.uid".into(),
+                message: format!("Invalid value: \"{uid}\": field is immutable"),
+            })
+        }
+        _ => {}
+    }
+    let old_meta = old.get("metadata").cloned().unwrap_or_default();
+    let spec_changed = old.get("spec") != obj.get("spec")
+        || old_meta.get("annotations") != obj.pointer("/metadata/annotations");
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return Err(WriteError::BadBody("metadata must be an object".into()));
+    };
+    meta.insert("uid".into(), Value::String(old_uid));
+    for kept in ["creationTimestamp", "generation"] {
+        match old_meta.get(kept) {
+            Some(v) => meta.insert(kept.into(), v.clone()),
+            None => meta.shift_remove(kept),
+        };
+    }
+    let kind = t.rt.kind.as_str();
+    if kind == "Deployment" && spec_changed {
+        let generation = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta.insert("generation".into(), Value::from(generation + 1));
+    }
+    // Collections Go omits when empty (`omitempty`), as the typed object
+    // the apiserver re-encodes would: what a patch empties goes.
+    let empty = |v: &Value| match v {
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    };
+    meta.retain(|k, v| {
+        !(matches!(
+            k.as_str(),
+            "labels" | "annotations" | "ownerReferences" | "finalizers"
+        ) && empty(v))
+    });
+    if let (Value::Object(o), "ConfigMap" | "Secret") = (&mut obj, kind) {
+        o.retain(|k, v| !(matches!(k.as_str(), "data" | "binaryData") && empty(v)));
+    }
+    if matches!(
+        kind,
+        "Pod" | "Deployment" | "Node" | "Namespace" | "Service"
+    ) {
+        if let Value::Object(o) = &mut obj {
+            match old.get("status") {
+                Some(status) => o.insert("status".into(), status.clone()),
+                None => o.shift_remove("status"),
+            };
+        }
+    }
+    Ok(obj)
 }
 
 /// Serves the simulator on `listener` until `shutdown`.

@@ -175,18 +175,30 @@ fn client() -> Client<HttpConnector, Full<Bytes>> {
 }
 
 pub async fn send(method: Method, url: &str, body: Option<serde_json::Value>) -> Resp {
+    match body {
+        Some(v) => {
+            let body = Bytes::from(serde_json::to_vec(&v).unwrap());
+            send_bytes(method, url, Some("application/json"), body).await
+        }
+        None => send_bytes(method, url, None, Bytes::new()).await,
+    }
+}
+
+/// A request with a raw body and, if given, its Content-Type.
+pub async fn send_bytes(
+    method: Method,
+    url: &str,
+    content_type: Option<&str>,
+    body: Bytes,
+) -> Resp {
     let mut b = Request::builder()
         .method(method)
         .uri(url)
         .header("user-agent", "kubecache-tests")
         .header("accept", "application/json");
-    let body = match body {
-        Some(v) => {
-            b = b.header("content-type", "application/json");
-            Bytes::from(serde_json::to_vec(&v).unwrap())
-        }
-        None => Bytes::new(),
-    };
+    if let Some(ct) = content_type {
+        b = b.header("content-type", ct);
+    }
     let resp = tokio::time::timeout(
         Duration::from_secs(30),
         client().request(b.body(Full::new(body)).unwrap()),
