@@ -181,6 +181,15 @@ async fn an_update_keeps_what_the_apiserver_keeps() {
         )
         .await;
         assert_eq!(r.json()["metadata"]["generation"], generation + 1);
+
+        // A namespace's finalizers are written through /finalize only.
+        let team = format!("{}/api/v1/namespaces/team-02", sim.url);
+        let before = get(&team).await.json();
+        let body = r#"{"spec":{"finalizers":[]},"metadata":{"labels":{"n":"1"}}}"#;
+        let r = patch(&team, MERGE, body).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["spec"], before["spec"]);
+        assert_eq!(r.json()["metadata"]["labels"]["n"], "1");
     })
     .await
     .expect("scenario timed out");

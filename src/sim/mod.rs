@@ -3,9 +3,10 @@
 //! patch and delete with its update rules, realistic generated objects,
 //! churn, and fault injection. It is the demo's upstream, a test double
 //! with the real one's rules, and a load generator. Where it and a real
-//! apiserver disagree, the real one is right. Reads negotiate `Accept` as kubecache does (JSON, Tables,
-//! PartialObjectMetadata[List], the apiserver's 406s), with JSON its only
-//! serializer: no YAML or protobuf (see `api`).
+//! apiserver disagree, the real one is right. Reads negotiate `Accept` as
+//! kubecache does (JSON, Tables, PartialObjectMetadata[List], the
+//! apiserver's 406s), with JSON its only serializer: no YAML or protobuf
+//! (see `api`); patches are applied as v1.20 applies them (see `patch`).
 
 pub mod api;
 pub mod faults;
@@ -591,8 +592,9 @@ fn check_name(
 /// What `rest.BeforeUpdate` and the types' update strategies do with an
 /// update of `old`: the resourceVersion precondition, the uid kept (and
 /// immutable), creationTimestamp kept, generation kept (a deployment's
-/// bumped when its spec or annotations change), and status kept for the
-/// types whose status is written through `/status` only.
+/// bumped when its spec or annotations change), status kept for the
+/// types whose status is written through `/status` only, and empty
+/// collections Go would omit dropped.
 fn prepare_for_update(t: &SimType, old: &Value, mut obj: Value) -> Result<Value, WriteError> {
     let old_rv = meta_str(old, "resourceVersion").unwrap_or("");
     if let Some(rv) = meta_str(&obj, "resourceVersion") {
@@ -651,11 +653,20 @@ fn prepare_for_update(t: &SimType, old: &Value, mut obj: Value) -> Result<Value,
         kind,
         "Pod" | "Deployment" | "Node" | "Namespace" | "Service"
     ) {
+        // A namespace's spec (its finalizers) is written through
+        // `/finalize` only.
+        let kept: &[&str] = if kind == "Namespace" {
+            &["spec", "status"]
+        } else {
+            &["status"]
+        };
         if let Value::Object(o) = &mut obj {
-            match old.get("status") {
-                Some(status) => o.insert("status".into(), status.clone()),
-                None => o.shift_remove("status"),
-            };
+            for field in kept {
+                match old.get(*field) {
+                    Some(v) => o.insert((*field).into(), v.clone()),
+                    None => o.shift_remove(*field),
+                };
+            }
         }
     }
     Ok(obj)
