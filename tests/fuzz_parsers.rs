@@ -401,3 +401,113 @@ fn deeply_nested_json_paths_do_not_exhaust_the_stack() {
         let _ = CustomColumn::parse(&def);
     }
 }
+
+/// Keys a patch of a pod meets: fields with merge keys, directives, and
+/// JSON patch operations' own.
+const PATCH_KEYS: &[&str] = &[
+    "metadata",
+    "labels",
+    "finalizers",
+    "ownerReferences",
+    "uid",
+    "name",
+    "spec",
+    "containers",
+    "env",
+    "ports",
+    "containerPort",
+    "image",
+    "status",
+    "$patch",
+    "$retainKeys",
+    "$setElementOrder/containers",
+    "$setElementOrder/finalizers",
+    "$deleteFromPrimitiveList/finalizers",
+    "$deleteFromPrimitiveListfinalizers",
+    "op",
+    "path",
+    "from",
+    "value",
+];
+
+fn patch_like() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (-3i64..90).prop_map(Value::from),
+        prop_oneof![
+            Just("replace"),
+            Just("delete"),
+            Just("merge"),
+            Just("add"),
+            Just("remove"),
+            Just("move"),
+            Just("copy"),
+            Just("test"),
+            Just("app"),
+            Just("/spec/containers/0/env/-"),
+            Just("/spec/containers/-1"),
+            Just("/metadata/labels/a~1b"),
+            Just("/metadata/finalizers/0"),
+            Just(""),
+            Just("/"),
+        ]
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(6, 64, 5, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec((proptest::sample::select(PATCH_KEYS), inner), 0..5)
+                .prop_map(|kvs| Value::Object(
+                    kvs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+        ]
+    })
+}
+
+fn a_pod() -> serde_json::Value {
+    serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"a": "1"}, "finalizers": ["x", "y"],
+            "ownerReferences": [{"uid": "u1", "name": "o"}]},
+        "spec": {"containers": [
+            {"name": "app", "image": "i", "env": [{"name": "A", "value": "1"}],
+             "ports": [{"containerPort": 80}]},
+            {"name": "side", "image": "j"}]},
+        "status": {"phase": "Running"}})
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn patches_of_every_type_apply_or_refuse_without_panicking(
+        patch in patch_like(),
+        raw in proptest::collection::vec(any::<u8>(), 0..40),
+    ) {
+        use kubecache::sim::patch::{apply, PatchType};
+        let pod = a_pod();
+        let body = serde_json::to_vec(&patch).unwrap();
+        for ty in [PatchType::Merge, PatchType::Json, PatchType::Strategic] {
+            if let Ok(out) = apply(ty, "Pod", &pod, &body) {
+                prop_assert!(out.is_object());
+            }
+            let _ = apply(ty, "Pod", &pod, &raw);
+        }
+    }
+}
+
+#[test]
+fn deeply_nested_patches_are_refused_without_exhausting_the_stack() {
+    use kubecache::sim::patch::{apply, PatchType};
+    let deep = format!("{}1{}", r#"{"spec":"#.repeat(20_000), "}".repeat(20_000));
+    let ops = format!(
+        r#"[{{"op":"add","path":"/x","value":{}1{}}}]"#,
+        "[".repeat(20_000),
+        "]".repeat(20_000)
+    );
+    for ty in [PatchType::Merge, PatchType::Json, PatchType::Strategic] {
+        assert!(apply(ty, "Pod", &a_pod(), deep.as_bytes()).is_err());
+        assert!(apply(ty, "Pod", &a_pod(), ops.as_bytes()).is_err());
+    }
+}

@@ -280,18 +280,16 @@ fn apply_operation(doc: &mut Value, op: &Map<String, Value>) -> Result<(), OpFai
                 _ => Err(OpFailed),
             }
         }
-        "move" => {
+        "move" | "copy" => {
             let from = op_string(op, "from")?;
             let (parent, key) = find_parent(doc, &from)?;
-            let value = remove(parent, &key)?;
-            let path = op_string(op, "path")?;
-            let (parent, key) = find_parent(doc, &path)?;
-            add(parent, &key, value)
-        }
-        "copy" => {
-            let from = op_string(op, "from")?;
-            let (parent, key) = find_parent(doc, &from)?;
-            let value = get(parent, &key)?.cloned().unwrap_or(Value::Null);
+            // A copy of a missing key copies null (evanphx's get of an
+            // absent key succeeds); a move of one fails in its remove.
+            let value = if kind == "move" {
+                remove(parent, &key)?
+            } else {
+                get(parent, &key)?.cloned().unwrap_or(Value::Null)
+            };
             let path = op_string(op, "path")?;
             let (parent, key) = find_parent(doc, &path)?;
             add(parent, &key, value)
@@ -1261,6 +1259,19 @@ mod tests {
             ),
             Err(PatchError::BadRequest(
                 "invalid patch format of retainKeys".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_json_patch_of_more_operations_than_the_apiserver_takes_is_too_large() {
+        let op = r#"{"op":"test","path":"/data/k","value":"v"}"#;
+        let ops = |n: usize| format!("[{}]", vec![op; n].join(","));
+        assert!(apply(PatchType::Json, "ConfigMap", &cm(), ops(10_000).as_bytes()).is_ok());
+        assert_eq!(
+            apply(PatchType::Json, "ConfigMap", &cm(), ops(10_001).as_bytes()),
+            Err(PatchError::TooLarge(
+                "The allowed maximum operations in a JSON patch is 10000, got 10001".into()
             ))
         );
     }
