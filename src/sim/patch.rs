@@ -99,20 +99,45 @@ fn go_json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// Go's encoding/json error for input that is not JSON, as near as its
-/// wording can be told from serde's: the common ones are exact.
+/// Go's encoding/json error for input that is not JSON: the offending
+/// character where serde stopped, with the Go scanner's words for what it
+/// was looking for there. Errors inside strings and literals (Go names
+/// the literal) fall back to "looking for beginning of value".
 fn go_syntax_error(input: &[u8], e: &serde_json::Error) -> String {
     if e.is_eof() || input.iter().all(u8::is_ascii_whitespace) {
         return "unexpected end of JSON input".to_string();
     }
-    let at = input
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(0);
-    format!(
-        "invalid character '{}' looking for beginning of value",
-        input[at] as char
-    )
+    // serde counts lines from 1 and columns from 1 within them, in bytes.
+    let line_start: usize = input
+        .split(|b| *b == b'\n')
+        .take(e.line().saturating_sub(1))
+        .map(|l| l.len() + 1)
+        .sum();
+    let at = (line_start + e.column().saturating_sub(1)).min(input.len() - 1);
+    let c = input[at] as char;
+    let message = e.to_string();
+    let looking = if message.starts_with("expected `:`") {
+        "after object key"
+    } else if message.starts_with("expected `,` or `}`") {
+        "after object key:value pair"
+    } else if message.starts_with("expected `,` or `]`") {
+        "after array element"
+    } else if message.starts_with("key must be a string") {
+        "looking for beginning of object key string"
+    } else if message.starts_with("trailing characters") {
+        "after top-level value"
+    } else {
+        "looking for beginning of value"
+    };
+    let quoted = match c {
+        '\'' => "'\\''".to_string(),
+        c if c.is_ascii_graphic() || c == ' ' => format!("'{c}'"),
+        '\n' => "'\\n'".to_string(),
+        '\t' => "'\\t'".to_string(),
+        '\r' => "'\\r'".to_string(),
+        c => format!("'\\x{:02x}'", c as u32),
+    };
+    format!("invalid character {quoted} {looking}")
 }
 
 // ---------------------------------------------------------------------------
@@ -1273,6 +1298,43 @@ mod tests {
             Err(PatchError::TooLarge(
                 "The allowed maximum operations in a JSON patch is 10000, got 10001".into()
             ))
+        );
+    }
+
+    #[test]
+    fn syntax_errors_are_worded_as_gos_scanner_words_them() {
+        let err = |body: &str| match apply(PatchType::Strategic, "Pod", &cm(), body.as_bytes()) {
+            Err(PatchError::BadRequest(m)) => m,
+            other => panic!("{body}: {other:?}"),
+        };
+        assert_eq!(err(""), "unexpected end of JSON input");
+        assert_eq!(err(r#"{"a":"#), "unexpected end of JSON input");
+        assert_eq!(
+            err("x"),
+            "invalid character 'x' looking for beginning of value"
+        );
+        assert_eq!(err(r#"{"a" 1}"#), "invalid character '1' after object key");
+        assert_eq!(
+            err(r#"{"a":1 "b":2}"#),
+            "invalid character '\"' after object key:value pair"
+        );
+        assert_eq!(
+            err(r#"{1:2}"#),
+            "invalid character '1' looking for beginning of object key string"
+        );
+        assert_eq!(err("{}\n x"), "invalid character 'x' after top-level value");
+        assert_eq!(
+            err(r#"{"a":[1 2]}"#),
+            "invalid character '2' after array element"
+        );
+        assert_eq!(err("{\"a\":1\t\n\n"), "unexpected end of JSON input");
+        assert_eq!(
+            err("\u{1}"),
+            "invalid character '\\x01' looking for beginning of value"
+        );
+        assert_eq!(
+            err("\n\n {\"a\"\t}"),
+            "invalid character '}' after object key"
         );
     }
 
