@@ -5,6 +5,7 @@ pub mod bookmark;
 pub mod json;
 pub mod meta;
 pub mod pretty;
+pub mod protobuf;
 pub mod recycle;
 pub mod table;
 

@@ -2,6 +2,8 @@
 //! front of any upstream, and a small HTTP client. Every server binds port 0.
 #![allow(dead_code)]
 
+pub mod fixtures;
+
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};

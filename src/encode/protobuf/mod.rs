@@ -1,0 +1,150 @@
+//! Kubernetes protobuf (`application/vnd.kubernetes.protobuf`) from the
+//! cache. Each object's message is transcoded once per version from the
+//! JSON the cache holds ([`transcode`], against the v1.20 Go types'
+//! [`schema`]) and kept on its entry; bodies are that message in the
+//! envelope the apiserver's protobuf serializer writes: `k8s\0` and a
+//! `runtime.Unknown` naming the kind. Lists splice the kept messages, as
+//! JSON lists splice the kept JSON.
+
+pub mod schema;
+pub mod transcode;
+mod wire;
+
+use crate::encode::json::ListMeta;
+use bytes::Bytes;
+
+pub use schema::{Message, Schema};
+pub use transcode::TranscodeError;
+
+/// The protobuf serializer's magic prefix.
+pub const MAGIC: &[u8] = b"k8s\0";
+pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
+pub const WATCH_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// `runtime.Unknown`'s fields before `raw`: its TypeMeta.
+fn type_meta(out: &mut Vec<u8>, api_version: &str, kind: &str) {
+    let mut tm = Vec::with_capacity(api_version.len() + kind.len() + 4);
+    wire::len_field(&mut tm, 1, api_version.as_bytes());
+    wire::len_field(&mut tm, 2, kind.as_bytes());
+    wire::len_field(out, 1, &tm);
+}
+
+/// `runtime.Unknown`'s fields after `raw`: the empty contentEncoding and
+/// contentType, which gogo writes all the same.
+const UNKNOWN_TAIL: &[u8] = b"\x1a\x00\x22\x00";
+
+/// One object as the serializer writes it: `k8s\0`, then `runtime.Unknown`
+/// with the kind and the object's message as `raw`.
+pub fn envelope(api_version: &str, kind: &str, message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(message.len() + 64);
+    out.extend_from_slice(MAGIC);
+    type_meta(&mut out, api_version, kind);
+    wire::len_field(&mut out, 2, message);
+    out.extend_from_slice(UNKNOWN_TAIL);
+    out
+}
+
+/// A list (`{metadata: ListMeta, items}`) in its envelope, its items'
+/// messages spliced in.
+pub fn list<'a>(
+    api_version: &str,
+    list_kind: &str,
+    meta: &ListMeta,
+    items: impl Iterator<Item = &'a [u8]> + Clone,
+) -> Bytes {
+    let mut lm = Vec::new();
+    wire::len_field(&mut lm, 1, b""); // selfLink
+    wire::len_field(&mut lm, 2, meta.resource_version.to_string().as_bytes());
+    wire::len_field(
+        &mut lm,
+        3,
+        meta.continue_token.as_deref().unwrap_or("").as_bytes(),
+    );
+    if let Some(n) = meta.remaining_item_count {
+        wire::varint_field(&mut lm, 4, n as u64);
+    }
+    let items_len: usize = items
+        .clone()
+        .map(|m| wire::len_head_len(2, m.len()) + m.len())
+        .sum();
+    let list_len = wire::len_head_len(1, lm.len()) + lm.len() + items_len;
+    let mut out = Vec::with_capacity(list_len + 64);
+    out.extend_from_slice(MAGIC);
+    type_meta(&mut out, api_version, list_kind);
+    wire::len_head(&mut out, 2, list_len);
+    wire::len_field(&mut out, 1, &lm);
+    for m in items {
+        wire::len_field(&mut out, 2, m);
+    }
+    out.extend_from_slice(UNKNOWN_TAIL);
+    Bytes::from(out)
+}
+
+/// One frame of a protobuf watch: a 4-byte big-endian length, then a
+/// `WatchEvent{type, object: RawExtension{raw: the object's envelope}}`.
+pub fn watch_event(kind: &str, object: &[u8]) -> Bytes {
+    let mut raw = Vec::with_capacity(object.len() + 8);
+    wire::len_field(&mut raw, 1, object);
+    let mut ev = Vec::with_capacity(raw.len() + 24);
+    ev.extend_from_slice(&[0; 4]);
+    wire::len_field(&mut ev, 1, kind.as_bytes());
+    wire::len_field(&mut ev, 2, &raw);
+    let n = (ev.len() - 4) as u32;
+    ev[..4].copy_from_slice(&n.to_be_bytes());
+    Bytes::from(ev)
+}
+
+/// The message of a kind's JSON object, as v1.20 writes it.
+pub fn object_message(
+    api_version: &str,
+    kind: &str,
+    json: &[u8],
+) -> Result<Vec<u8>, TranscodeError> {
+    let schema = Schema::v1_20();
+    let msg = schema
+        .kind(api_version, kind)
+        .ok_or_else(|| TranscodeError::NoMessage(format!("{api_version}/{kind}")))?;
+    transcode::message(schema, msg, json)
+}
+
+/// A JSON object of a kind (its `apiVersion` and `kind` in it) in its
+/// envelope: what errors and bookmarks are written as.
+pub fn object(api_version: &str, kind: &str, json: &[u8]) -> Result<Vec<u8>, TranscodeError> {
+    Ok(envelope(
+        api_version,
+        kind,
+        &object_message(api_version, kind, json)?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_frame_is_its_length_and_a_watch_event() {
+        let f = watch_event("ADDED", b"k8s\0x");
+        assert_eq!(&f[..4], &[0, 0, 0, 16]);
+        assert_eq!(&f[4..], b"\x0a\x05ADDED\x12\x07\x0a\x05k8s\0x");
+    }
+
+    #[test]
+    fn a_list_splices_its_items_after_its_list_meta() {
+        let meta = ListMeta {
+            resource_version: 7,
+            continue_token: None,
+            remaining_item_count: Some(2),
+        };
+        let items: [&[u8]; 2] = [b"ab", b"c"];
+        let b = list("v1", "PodList", &meta, items.iter().copied());
+        let expect = [
+            &b"k8s\0\x0a\x0d\x0a\x02v1\x12\x07PodList"[..],
+            b"\x12\x12",
+            b"\x0a\x09\x0a\x00\x12\x017\x1a\x00\x20\x02",
+            b"\x12\x02ab\x12\x01c",
+            b"\x1a\x00\x22\x00",
+        ]
+        .concat();
+        assert_eq!(&b[..], &expect[..]);
+    }
+}

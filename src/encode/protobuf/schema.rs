@@ -1,0 +1,279 @@
+//! The protobuf messages of the v1.20 API's Go types: which JSON key is
+//! which field, and when gogo-protobuf writes a field at all. Read once
+//! from `schema.json`, which `schema.sh` dumps off the Go types by
+//! reflection (their `protobuf` and `json` tags, and whether each field is
+//! a pointer).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// When a field is written, as gogo's generated marshallers decide it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Card {
+    /// A non-pointer field: always written, its zero value when absent.
+    One,
+    /// A pointer or byte slice: written when present and not null.
+    Optional,
+    /// A slice: one field per element.
+    Repeated,
+    /// A map with string keys: one entry message per key, in key order.
+    Map,
+}
+
+/// What a value is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Type {
+    String,
+    /// Base64 in JSON, the bytes in the message.
+    Bytes,
+    /// A signed integer: a varint of its two's complement, as Go's
+    /// `uint64(v)` makes it.
+    Int,
+    Uint,
+    Bool,
+    Double,
+    /// metav1.Time: `Timestamp{seconds, nanos: 0}`, empty when zero.
+    Time,
+    /// metav1.MicroTime: `Timestamp{seconds, nanos}`, empty when zero.
+    MicroTime,
+    /// resource.Quantity: `{string}` of its canonical form.
+    Quantity,
+    /// intstr.IntOrString: `{type, intVal, strVal}`.
+    IntOrString,
+    /// A message whose one field is the value's JSON bytes (RawExtension,
+    /// FieldsV1, apiextensions' JSON).
+    Raw,
+    /// A named string slice (a user's `extra` values): `{repeated items}`.
+    Items,
+    /// A message of the schema.
+    Message(usize),
+    /// A Go type kubecache cannot transcode (a CRD schema's
+    /// `JSONSchemaPropsOr…` unions): meeting a value of it fails.
+    Unsupported(&'static str),
+}
+
+#[derive(Debug)]
+pub struct Field {
+    /// The JSON key; empty for a struct inlined into its parent's JSON.
+    pub json: &'static str,
+    pub number: u32,
+    pub card: Card,
+    pub ty: Type,
+}
+
+/// Where a JSON key of a message goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// The key is a field of the message (the last index) reached through
+    /// the message's inlined fields (the ones before it).
+    Field(Vec<u16>),
+    /// In the JSON only (`kind`, `apiVersion`).
+    Skip,
+}
+
+#[derive(Debug)]
+pub struct Message {
+    pub name: &'static str,
+    /// In field number order, the order gogo writes them in.
+    pub fields: Vec<Field>,
+    routes: HashMap<&'static str, Route>,
+}
+
+impl Message {
+    pub fn route(&self, key: &str) -> Option<&Route> {
+        self.routes.get(key)
+    }
+}
+
+#[derive(Debug)]
+pub struct Schema {
+    pub messages: Vec<Message>,
+    /// `apiVersion/kind` → message.
+    kinds: HashMap<String, usize>,
+}
+
+#[derive(serde::Deserialize)]
+struct Raw {
+    kinds: HashMap<String, String>,
+    messages: HashMap<String, Vec<(String, u32, String, String)>>,
+}
+
+impl Schema {
+    /// The schema of the v1.20 API, parsed on first use.
+    pub fn v1_20() -> &'static Schema {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        SCHEMA.get_or_init(|| {
+            Schema::parse(include_str!("schema.json")).expect("schema.json is well-formed")
+        })
+    }
+
+    /// The message of objects of `kind` in `api_version`.
+    pub fn kind(&self, api_version: &str, kind: &str) -> Option<&Message> {
+        self.kinds
+            .get(&format!("{api_version}/{kind}"))
+            .map(|&i| &self.messages[i])
+    }
+
+    /// A message by its Go name (`apimachinery/pkg/apis/meta/v1.Status`).
+    pub fn message(&self, name: &str) -> Option<&Message> {
+        self.messages.iter().find(|m| m.name == name)
+    }
+
+    fn parse(text: &str) -> Result<Schema, String> {
+        let raw: Raw = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let mut names: Vec<&String> = raw.messages.keys().collect();
+        names.sort();
+        let index: HashMap<&str, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let mut messages = Vec::with_capacity(names.len());
+        let mut skips = Vec::with_capacity(names.len());
+        for name in &names {
+            let mut fields = Vec::new();
+            let mut skip = Vec::new();
+            for (json, number, card, ty) in &raw.messages[*name] {
+                if *number == 0 {
+                    skip.push(leak(json.clone()));
+                    continue;
+                }
+                let card = match card.as_str() {
+                    "1" => Card::One,
+                    "?" => Card::Optional,
+                    "*" => Card::Repeated,
+                    "map" => Card::Map,
+                    c => return Err(format!("{name}.{json}: cardinality {c:?}")),
+                };
+                let ty = match ty.as_str() {
+                    "string" => Type::String,
+                    "bytes" => Type::Bytes,
+                    "int" => Type::Int,
+                    "uint" => Type::Uint,
+                    "bool" => Type::Bool,
+                    "double" => Type::Double,
+                    "time" => Type::Time,
+                    "microtime" => Type::MicroTime,
+                    "quantity" => Type::Quantity,
+                    "intorstr" => Type::IntOrString,
+                    "raw" => Type::Raw,
+                    "items" => Type::Items,
+                    t => match t.strip_prefix("unsupported:") {
+                        Some(u) => Type::Unsupported(leak(u.into())),
+                        None => Type::Message(
+                            *index
+                                .get(t)
+                                .ok_or_else(|| format!("{name}.{json}: no message {t}"))?,
+                        ),
+                    },
+                };
+                fields.push(Field {
+                    json: leak(json.clone()),
+                    number: *number,
+                    card,
+                    ty,
+                });
+            }
+            fields.sort_by_key(|f| f.number);
+            messages.push(Message {
+                name: leak((*name).clone()),
+                fields,
+                routes: HashMap::new(),
+            });
+            skips.push(skip);
+        }
+        // Routes after all fields are known: an inlined message's keys are
+        // its parent's. A key of the parent's own wins over an inlined one,
+        // as Go's shallower field does.
+        let routes: Vec<HashMap<&'static str, Route>> = (0..messages.len())
+            .map(|i| routes_of(&messages, &skips, i, 0))
+            .collect::<Result<_, _>>()?;
+        for (m, r) in messages.iter_mut().zip(routes) {
+            m.routes = r;
+        }
+        let kinds = raw
+            .kinds
+            .into_iter()
+            .map(|(k, m)| {
+                let i = *index
+                    .get(m.as_str())
+                    .ok_or_else(|| format!("{k}: no {m}"))?;
+                Ok((k, i))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Schema { messages, kinds })
+    }
+}
+
+fn routes_of(
+    messages: &[Message],
+    skips: &[Vec<&'static str>],
+    i: usize,
+    depth: usize,
+) -> Result<HashMap<&'static str, Route>, String> {
+    if depth > 8 {
+        return Err(format!("{}: inlined too deep", messages[i].name));
+    }
+    let mut routes = HashMap::new();
+    for k in &skips[i] {
+        routes.insert(*k, Route::Skip);
+    }
+    for (f, field) in messages[i].fields.iter().enumerate() {
+        if !field.json.is_empty() {
+            routes.insert(field.json, Route::Field(vec![f as u16]));
+        }
+    }
+    for (f, field) in messages[i].fields.iter().enumerate() {
+        if !field.json.is_empty() {
+            continue;
+        }
+        let Type::Message(child) = field.ty else {
+            return Err(format!("{}: an inlined {:?}", messages[i].name, field.ty));
+        };
+        for (k, r) in routes_of(messages, skips, child, depth + 1)? {
+            if let Route::Field(path) = r {
+                let mut p = vec![f as u16];
+                p.extend(path);
+                routes.entry(k).or_insert(Route::Field(p));
+            }
+        }
+    }
+    Ok(routes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_loads_and_names_the_objects_of_every_built_in_kind() {
+        let s = Schema::v1_20();
+        let pod = s.kind("v1", "Pod").expect("pods");
+        let meta = &pod.fields[0];
+        assert_eq!(
+            (meta.json, meta.number, meta.card),
+            ("metadata", 1, Card::One)
+        );
+        assert_eq!(pod.route("kind"), Some(&Route::Skip));
+        assert!(s.kind("apps/v1", "DeploymentList").is_some());
+        assert!(s.kind("apiregistration.k8s.io/v1", "APIService").is_some());
+        assert!(s.kind("v1", "NoSuchKind").is_none());
+    }
+
+    #[test]
+    fn an_inlined_structs_keys_route_through_it() {
+        let s = Schema::v1_20();
+        let volume = s.message("api/core/v1.Volume").unwrap();
+        // Volume{name = 1, VolumeSource (inlined) = 2{…, configMap = 19}}.
+        let Some(Route::Field(path)) = volume.route("configMap") else {
+            panic!("no route");
+        };
+        assert_eq!(path[0], 1);
+        let Type::Message(source) = volume.fields[1].ty else {
+            panic!("not a message")
+        };
+        assert_eq!(s.messages[source].fields[path[1] as usize].number, 19);
+        assert_eq!(volume.route("name"), Some(&Route::Field(vec![0])));
+    }
+}

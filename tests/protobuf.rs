@@ -1,0 +1,261 @@
+//! Kubernetes protobuf against the real apiserver: kubecache's transcoding
+//! of every fixture's JSON equals the apiserver's own protobuf byte for
+//! byte, and protobuf gets, lists and watches through kubecache equal the
+//! apiserver's.
+#![cfg(feature = "real-apiserver")]
+
+mod common;
+
+use common::fixtures::*;
+use common::*;
+use kubecache::encode::json::ListMeta;
+use kubecache::encode::protobuf;
+use serde_json::Value;
+use std::time::Duration;
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct TypeMeta {
+    #[prost(string, tag = "1")]
+    api_version: String,
+    #[prost(string, tag = "2")]
+    kind: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Unknown {
+    #[prost(message, optional, tag = "1")]
+    type_meta: Option<TypeMeta>,
+    #[prost(bytes = "vec", tag = "2")]
+    raw: Vec<u8>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct List {
+    #[prost(bytes = "vec", tag = "1")]
+    metadata: Vec<u8>,
+    #[prost(bytes = "vec", repeated, tag = "2")]
+    items: Vec<Vec<u8>>,
+}
+
+fn unwrap_envelope(body: &[u8]) -> Unknown {
+    let rest = body
+        .strip_prefix(protobuf::MAGIC)
+        .expect("the k8s\\0 prefix");
+    prost::Message::decode(rest).expect("a runtime.Unknown")
+}
+
+/// A protobuf message's fields, nested messages guessed and shown as
+/// trees: enough to see where two messages part.
+fn dump(b: &[u8], depth: usize, out: &mut String) {
+    let mut i = 0;
+    while i < b.len() {
+        let Some((key, n)) = varint(&b[i..]) else {
+            out.push_str(&format!("{:w$}<bad {:?}>\n", "", &b[i..], w = depth * 2));
+            return;
+        };
+        i += n;
+        let (field, wt) = (key >> 3, key & 7);
+        match wt {
+            0 => {
+                let (v, n) = varint(&b[i..]).unwrap_or((0, b.len() - i));
+                i += n;
+                out.push_str(&format!("{:w$}{field}: {v}\n", "", w = depth * 2));
+            }
+            1 => {
+                out.push_str(&format!(
+                    "{:w$}{field}: fixed64 {:?}\n",
+                    "",
+                    &b[i..(i + 8).min(b.len())],
+                    w = depth * 2
+                ));
+                i += 8;
+            }
+            2 => {
+                let (len, n) = varint(&b[i..]).unwrap_or((0, 0));
+                i += n;
+                let end = (i + len as usize).min(b.len());
+                let v = &b[i..end];
+                i = end;
+                let printable = std::str::from_utf8(v)
+                    .ok()
+                    .filter(|s| s.chars().all(|c| !c.is_control() || c == '\n'));
+                match printable {
+                    Some(s) if !v.is_empty() && (looks_text(v) || !parses(v)) => {
+                        out.push_str(&format!("{:w$}{field}: {s:?}\n", "", w = depth * 2))
+                    }
+                    _ if v.is_empty() => {
+                        out.push_str(&format!("{:w$}{field}: \"\"\n", "", w = depth * 2))
+                    }
+                    _ if parses(v) => {
+                        out.push_str(&format!("{:w$}{field} {{\n", "", w = depth * 2));
+                        dump(v, depth + 1, out);
+                        out.push_str(&format!("{:w$}}}\n", "", w = depth * 2));
+                    }
+                    _ => out.push_str(&format!("{:w$}{field}: {v:?}\n", "", w = depth * 2)),
+                }
+            }
+            _ => {
+                out.push_str(&format!("{:w$}<wire type {wt}>\n", "", w = depth * 2));
+                return;
+            }
+        }
+    }
+}
+
+fn looks_text(v: &[u8]) -> bool {
+    v.iter().all(|c| c.is_ascii_graphic() || *c == b' ') && v.len() > 1
+}
+
+fn parses(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        let Some((key, n)) = varint(&b[i..]) else {
+            return false;
+        };
+        i += n;
+        if key >> 3 == 0 {
+            return false;
+        }
+        match key & 7 {
+            0 => match varint(&b[i..]) {
+                Some((_, n)) => i += n,
+                None => return false,
+            },
+            1 => i += 8,
+            2 => match varint(&b[i..]) {
+                Some((len, n)) => i += n + len as usize,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
+    i == b.len()
+}
+
+fn varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &c) in b.iter().enumerate().take(10) {
+        v |= u64::from(c & 0x7f) << (7 * i);
+        if c & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// Where two messages part, as their dumps' first differing lines.
+fn explain(ours: &[u8], theirs: &[u8]) -> String {
+    let (mut a, mut b) = (String::new(), String::new());
+    dump(ours, 0, &mut a);
+    dump(theirs, 0, &mut b);
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let first = a
+        .iter()
+        .zip(&b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let from = first.saturating_sub(6);
+    format!(
+        "ours:\n{}\ntheirs:\n{}",
+        a[from..(first + 6).min(a.len())].join("\n"),
+        b[from..(first + 6).min(b.len())].join("\n")
+    )
+}
+
+/// The list at `path` as JSON and as protobuf, both read at one version.
+async fn both_lists(up: &str, path: &str) -> (Value, Vec<u8>) {
+    let json = get(&format!("{up}{path}")).await.json();
+    let rv = json["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let exact = format!("{up}{path}?resourceVersion={rv}&resourceVersionMatch=Exact");
+    let json = get(&exact).await.json();
+    let (code, _, proto) = fetch_with(&exact, &[("Accept", PROTOBUF)]).await;
+    assert_eq!(code, 200, "{path}");
+    (json, proto)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fixtures_json_transcodes_to_the_apiservers_protobuf() {
+    let up = real_apiserver();
+    tokio::time::timeout(Duration::from_secs(240), async {
+        let (sfx, ns) = namespace_with_fixtures(&up, "protobuf").await;
+        let _cleanup = ClusterFixtures {
+            up: up.clone(),
+            sfx: sfx.clone(),
+        };
+        make_cluster_scoped(&up, &sfx, &ns).await;
+        let mut failures = Vec::new();
+        let mut objects = 0;
+        for path in namespaced(&ns)
+            .iter()
+            .map(String::as_str)
+            .chain(CLUSTER.iter().copied())
+        {
+            let (json, proto) = both_lists(&up, path).await;
+            let api_version = json["apiVersion"].as_str().unwrap();
+            let list_kind = json["kind"].as_str().unwrap();
+            let kind = list_kind.strip_suffix("List").unwrap();
+            let env = unwrap_envelope(&proto);
+            let tm = env.type_meta.clone().unwrap();
+            assert_eq!(
+                (tm.api_version.as_str(), tm.kind.as_str()),
+                (api_version, list_kind)
+            );
+            let list: List = prost::Message::decode(&env.raw[..]).unwrap();
+            let items = json["items"].as_array().unwrap();
+            assert_eq!(items.len(), list.items.len(), "{path}");
+            let mut ours = Vec::new();
+            for (item, theirs) in items.iter().zip(&list.items) {
+                objects += 1;
+                let text = serde_json::to_vec(item).unwrap();
+                match protobuf::object_message(api_version, kind, &text) {
+                    Ok(m) if &m == theirs => ours.push(m),
+                    Ok(m) => {
+                        failures.push(format!(
+                            "{path} {}:\n{}",
+                            item["metadata"]["name"],
+                            explain(&m, theirs)
+                        ));
+                        ours.push(m);
+                    }
+                    Err(e) => failures.push(format!("{path} {}: {e}", item["metadata"]["name"])),
+                }
+            }
+            if ours.len() == items.len() {
+                let meta = ListMeta {
+                    resource_version: json["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap()
+                        .parse()
+                        .unwrap(),
+                    continue_token: None,
+                    remaining_item_count: None,
+                };
+                let whole = protobuf::list(
+                    api_version,
+                    list_kind,
+                    &meta,
+                    ours.iter().map(Vec::as_slice),
+                );
+                if whole[..] != proto[..] {
+                    failures.push(format!("{path}: the whole list differs"));
+                }
+            }
+        }
+        eprintln!("{objects} objects");
+        assert!(objects > 150, "only {objects} objects");
+        assert!(
+            failures.is_empty(),
+            "{} failures:\n{}",
+            failures.len(),
+            failures.join("\n\n")
+        );
+        release(&up, &ns).await;
+    })
+    .await
+    .expect("timed out");
+}
