@@ -216,6 +216,16 @@ impl Status {
         Bytes::from(crate::encode::json::go_escape(&v))
     }
 
+    /// The body as the apiserver writes it for a protobuf client: the
+    /// Status message in the protobuf serializer's envelope.
+    pub fn to_protobuf(&self) -> Bytes {
+        let v = serde_json::to_vec(self).expect("Status always serializes");
+        // Every field of a Status has a number in metav1.Status.
+        let m = crate::encode::protobuf::object("v1", "Status", &v)
+            .expect("a Status always transcodes");
+        Bytes::from(m)
+    }
+
     /// The body exactly as the apiserver writes it: compact JSON and a newline.
     pub fn to_bytes(&self) -> Bytes {
         let v = serde_json::to_vec(self).expect("Status always serializes");

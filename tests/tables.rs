@@ -63,37 +63,6 @@ fn row_names(t: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// The resource name discovery knows a collection path by: `v1/pods`.
-fn resource_of(path: &str) -> String {
-    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let (gv, rest) = if parts[0] == "api" {
-        (parts[1].to_string(), &parts[2..])
-    } else {
-        (format!("{}/{}", parts[1], parts[2]), &parts[3..])
-    };
-    let resource = if rest[0] == "namespaces" && rest.len() > 2 {
-        rest[2]
-    } else {
-        rest[0]
-    };
-    format!("{gv}/{resource}")
-}
-
-/// Waits until the cache holds what the apiserver holds for `path`.
-async fn synced(up: &str, p: &Proxy, path: &str) {
-    let resource = resource_of(path);
-    let all = path.split("/namespaces/").next().unwrap().to_string()
-        + "/"
-        + resource.rsplit('/').next().unwrap();
-    let all = if path.contains("/namespaces/") {
-        all
-    } else {
-        path.to_string()
-    };
-    wait_synced(p, &all, &resource).await;
-    converged_items(up, p, path, Duration::from_secs(20)).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_of_every_printed_type_equal_the_real_apiservers() {
     let up = real_apiserver();

@@ -97,6 +97,7 @@ impl BodyKey {
 pub enum ReprKey {
     Json,
     Metadata(MetaVersion),
+    Protobuf(Option<MetaVersion>),
     /// A Table also depends on the printer and, through its ages, on the
     /// second it is made in (its generation, see [`BodyCache::get_or_make`]).
     Table {
@@ -111,6 +112,7 @@ impl ReprKey {
         match repr {
             Repr::Json => ReprKey::Json,
             Repr::Metadata(v) => ReprKey::Metadata(*v),
+            Repr::Protobuf(v) => ReprKey::Protobuf(*v),
             Repr::Table(t) => ReprKey::Table {
                 version: t.version,
                 include: t.include,

@@ -41,6 +41,15 @@ pub struct ServeState {
 
 /// A JSON answer with the headers the apiserver sends with one.
 pub fn json_response(status: StatusCode, body: Body) -> Response<Body> {
+    typed_response(status, body, "application/json")
+}
+
+/// An answer of a content type with the headers the apiserver sends.
+pub fn typed_response(
+    status: StatusCode,
+    body: Body,
+    content_type: &'static str,
+) -> Response<Body> {
     let mut r = Response::new(body);
     *r.status_mut() = status;
     let h = r.headers_mut();
@@ -48,16 +57,13 @@ pub fn json_response(status: StatusCode, body: Body) -> Response<Body> {
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, private"),
     );
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
 /// A finished body with the headers the apiserver sends with it.
-fn body_response(f: bodies::Finished) -> Response<Body> {
-    let mut r = json_response(StatusCode::OK, full_body(f.bytes));
+fn body_response(f: bodies::Finished, content_type: &'static str) -> Response<Body> {
+    let mut r = typed_response(StatusCode::OK, full_body(f.bytes), content_type);
     if f.gzipped {
         let h = r.headers_mut();
         h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
@@ -91,6 +97,14 @@ pub fn negotiated_error(
     pretty: Option<bool>,
 ) -> Response<Body> {
     match accept::negotiate(accept, errors) {
+        Some(n) if n.media == accept::Media::Protobuf => {
+            let mut r = status_body_response(s, s.to_protobuf());
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::encode::protobuf::CONTENT_TYPE),
+            );
+            r
+        }
         Some(n) if pretty.is_some_and(|p| p || n.pretty) => {
             let body = Layout::Indented { raw_data: false }.apply(s.to_bytes());
             status_body_response(s, body)
@@ -136,10 +150,11 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
                 layout,
                 gzip: compress::accepts_gzip(req.headers()),
             };
+            let content_type = read.content_type();
             match read::execute(&tc, read, out).await {
                 read::Outcome::Body(f) => {
                     metrics::request(verb, &resource, 200, ServedBy::Cache);
-                    body_response(f)
+                    body_response(f, content_type)
                 }
                 read::Outcome::Stream(r) => {
                     metrics::request(verb, &resource, r.status().as_u16(), ServedBy::Cache);

@@ -8,7 +8,7 @@ use super::watch::{self, Interference};
 use crate::cache::TypeCache;
 use crate::encode::json::{self, ListMeta};
 use crate::encode::pretty::Layout;
-use crate::encode::Repr;
+use crate::encode::{Repr, Unencodable};
 use crate::request::{ContinueToken, ReadMode};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
@@ -58,8 +58,16 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             // inside its stream, as the cacher's error watcher does.
             if let Some(rv) = min {
                 if let Err(s) = at_least(tc, rv).await {
-                    return Outcome::Stream(watch::error_response(&s));
+                    return Outcome::Stream(watch::error_response(&spec.repr, &s));
                 }
+            }
+            // A protobuf watch of a type whose objects have no message
+            // goes upstream whole; one that meets such an object later
+            // ends there (see `watch`).
+            let snap = tc.store.current();
+            let items: Vec<Arc<Entry>> = snap.items.values().cloned().collect();
+            if !spec.repr.holds(&codec, &items) {
+                return Outcome::Forward(ForwardReason::Unencodable);
             }
             Outcome::Stream(watch::serve(
                 tc.clone(),
@@ -83,7 +91,10 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 _ => tc.store.current(),
             };
             match snap.items.get(key.as_str()) {
-                Some(e) => finish(repr.body(&codec, e), out).await,
+                Some(e) => match repr.body(&codec, e) {
+                    Ok(body) => finish(body, out).await,
+                    Err(Unencodable) => Outcome::Forward(ForwardReason::Unencodable),
+                },
                 None => Outcome::Error(Status::not_found(
                     &tc.rt.gvr.group,
                     &tc.rt.gvr.resource,
@@ -122,6 +133,16 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 }
             };
             let limit = if paged { limit } else { 0 };
+            let req = PageRequest {
+                prefix: &prefix,
+                start: start.as_deref(),
+                limit,
+                labels: &labels,
+                fields: &fields,
+            };
+            if !repr.holds(&codec, &read_page(&snap.items, &req).items) {
+                return Outcome::Forward(ForwardReason::Unencodable);
+            }
             // Unfiltered, the items are a key-ordered run of the snapshot:
             // their gzip pieces fit together.
             let stitchable = out.gzip
@@ -152,7 +173,11 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                         ));
                     }
                 }
-                Box::pin(Finished::make(repr.list(&codec, &meta, &page.items), out))
+                match repr.list(&codec, &meta, &page.items) {
+                    Ok(body) => Box::pin(Finished::make(body, out)),
+                    // `holds` said it would: unreachable.
+                    Err(e) => Box::pin(std::future::ready(Err(Status::internal(e.to_string())))),
+                }
             };
             // Whole lists and pages of the newest snapshot are what many
             // clients ask for alike: kept until the next event.

@@ -30,6 +30,7 @@ pub enum ForwardReason {
     NotSynced,
     Consistent,
     NotInCache,
+    Unencodable,
 }
 
 impl ForwardReason {
@@ -46,6 +47,7 @@ impl ForwardReason {
             ForwardReason::NotSynced => "not_synced",
             ForwardReason::Consistent => "consistent_read",
             ForwardReason::NotInCache => "version_not_in_cache",
+            ForwardReason::Unencodable => "no_protobuf_message",
         }
     }
 }
@@ -71,6 +73,16 @@ pub enum Read {
         /// Wait for the cache to reach this version first (NotOlderThan).
         at_least: Option<u64>,
     },
+}
+
+impl Read {
+    /// The `Content-Type` of the read's answer.
+    pub fn content_type(&self) -> &'static str {
+        match self {
+            Read::Get { repr, .. } | Read::List { repr, .. } => repr.content_type(),
+            Read::Watch { spec, .. } => spec.repr.watch_content_type(),
+        }
+    }
 }
 
 pub enum Decision {
@@ -139,6 +151,10 @@ pub struct Negotiation<'a> {
     pub shape: Shape,
     /// The `includeObject` query parameter.
     pub include_object: Option<&'a str>,
+    /// Whether protobuf is written here for this type (kubecache: the
+    /// built-in kinds v1.20's messages cover); else it is refused as a
+    /// serializer the server lacks.
+    pub protobuf: bool,
 }
 
 /// What negotiation chose.
@@ -160,10 +176,24 @@ impl Negotiation<'_> {
             return Err(Refusal::NoRoute);
         }
         let n = accept::negotiate(self.accept, self.endpoint).ok_or(Refusal::NotAcceptable)?;
-        if n.media != Media::Json {
+        let protobuf = n.media == Media::Protobuf && self.protobuf;
+        if n.media != Media::Json && !protobuf {
             return Err(Refusal::Serializer(n.media));
         }
         let repr = match (n.conversion, self.shape) {
+            (None, _) if protobuf => Repr::Protobuf(None),
+            (Some(Conversion::PartialObjectMetadata(v)), Shape::Object | Shape::Watch)
+                if protobuf =>
+            {
+                Repr::Protobuf(Some(v))
+            }
+            (Some(Conversion::PartialObjectMetadataList(v)), Shape::List) if protobuf => {
+                Repr::Protobuf(Some(v))
+            }
+            // Tables have no protobuf message.
+            (Some(Conversion::Table(_)), _) if protobuf => {
+                return Err(Refusal::Serializer(n.media))
+            }
             (None, _) => Repr::Json,
             (Some(Conversion::PartialObjectMetadata(v)), Shape::Object | Shape::Watch) => {
                 Repr::Metadata(v)
@@ -186,11 +216,13 @@ impl Negotiation<'_> {
 }
 
 /// The representation negotiated on `Accept`, if the cache can serve it:
-/// JSON objects, their metadata in the form that fits the request, or a
-/// Table of a type the cache can print. Everything else — YAML, protobuf,
-/// a metadata form that does not fit, a Table kubecache cannot print or
-/// with an invalid `includeObject`, nothing acceptable — goes upstream,
-/// which answers it (406 and 400 included) exactly.
+/// JSON objects, their metadata in the form that fits the request, a
+/// Table of a type the cache can print, or protobuf of either of the first
+/// two for a built-in kind. Everything else — YAML, protobuf of custom
+/// resources or Tables, a metadata form that does not fit, a Table
+/// kubecache cannot print or with an invalid `includeObject`, nothing
+/// acceptable — goes upstream, which answers it (406 and 400 included)
+/// exactly.
 fn representation(
     headers: &HeaderMap,
     cache: &Cache,
@@ -203,10 +235,11 @@ fn representation(
         None => None,
         Some(v) => Some(v.to_str().ok()?),
     };
-    // Errors made here are negotiated apart; only JSON ones (compact,
-    // pretty, or the indented fallback when nothing fits) are made here.
+    // Errors made here are negotiated apart; JSON ones (compact, pretty,
+    // or the indented fallback when nothing fits) and protobuf ones are
+    // made here.
     if let Some(e) = accept::negotiate(accept, Endpoint::ERRORS) {
-        if e.media != Media::Json {
+        if e.media == Media::Yaml {
             return None;
         }
     }
@@ -218,10 +251,12 @@ fn representation(
         restful: builtin,
         shape,
         include_object: opts.include_object.as_deref(),
+        protobuf: tc.codec().protobuf_kind(),
     }
     .repr(|| cache.table_printer(tc))
     .ok()?;
     let layout = match (&n.repr, builtin) {
+        (Repr::Protobuf(_), _) => Layout::Compact,
         _ if !(pretty || n.pretty) => Layout::Compact,
         (Repr::Json, false) => Layout::Unindented,
         (Repr::Json, true) => Layout::Indented {
@@ -457,6 +492,7 @@ mod tests {
             restful: true,
             shape,
             include_object: None,
+            protobuf: false,
         }
     }
 
@@ -471,6 +507,8 @@ mod tests {
             Repr::Metadata(MetaVersion::V1beta1) => "meta v1beta1",
             Repr::Table(t) if t.include == Include::Metadata => "table",
             Repr::Table(_) => "table with another includeObject",
+            Repr::Protobuf(None) => "protobuf",
+            Repr::Protobuf(Some(_)) => "protobuf meta",
         })
     }
 
@@ -558,6 +596,44 @@ mod tests {
             ..negotiation("application/*", list)
         };
         assert_eq!(kind(custom.repr(printer)), Ok("json"));
+    }
+
+    #[test]
+    fn protobuf_is_negotiated_only_where_it_is_written_here() {
+        const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+        let written = |accept, shape| Negotiation {
+            protobuf: true,
+            ..negotiation(accept, shape)
+        };
+        for shape in [Shape::Object, Shape::List, Shape::Watch] {
+            assert_eq!(kind(written(PROTOBUF, shape).repr(printer)), Ok("protobuf"));
+            assert_eq!(
+                kind(negotiation(PROTOBUF, shape).repr(printer)),
+                Err(Refusal::Serializer(Media::Protobuf))
+            );
+        }
+        let meta =
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+        let list =
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(
+            kind(written(meta, Shape::Object).repr(printer)),
+            Ok("protobuf meta")
+        );
+        assert_eq!(
+            kind(written(list, Shape::List).repr(printer)),
+            Ok("protobuf meta")
+        );
+        assert!(matches!(
+            written(meta, Shape::List).repr(printer),
+            Err(Refusal::Form(_))
+        ));
+        // client-go's protobuf clients name JSON second: protobuf wins.
+        let client_go = "application/vnd.kubernetes.protobuf, application/json";
+        assert_eq!(
+            kind(written(client_go, Shape::List).repr(printer)),
+            Ok("protobuf")
+        );
     }
 
     #[test]

@@ -8,11 +8,11 @@
 //! kubecache's watches and the simulator's come from here; the simulator
 //! adds its faults through `Interference`.
 
-use crate::encode::{json, Repr};
+use crate::encode::{json, Repr, Unencodable};
 use crate::metrics;
 use crate::request::options::Initial;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::serve::json_response;
+use crate::serve::typed_response;
 use crate::status::Status;
 use crate::store::{Change, Entry, Event, EventType, Items, Store, TypeCodec, BROADCAST_CAPACITY};
 use crate::upstream::{channel_body, Body};
@@ -132,34 +132,42 @@ where
     S: AsRef<Store> + Send + Sync + 'static,
 {
     let store = (*source).as_ref();
-    let (initial, pending, position, rx) = match spec.start {
+    let (initial, pending, position, rx, closing) = match spec.start {
         Start::State | Start::InitialEvents => {
             let (snap, rx) = store.snapshot_and_subscribe();
-            let end = (spec.start == Start::InitialEvents && spec.bookmarks).then(|| {
-                let obj = spec.repr.bookmark(&codec, snap.rv, true);
-                json::watch_event("BOOKMARK", &obj)
-            });
+            let end = (spec.start == Start::InitialEvents && spec.bookmarks)
+                .then(|| spec.repr.bookmark(&codec, snap.rv, true).ok())
+                .flatten()
+                .map(|obj| spec.repr.event("BOOKMARK", &obj));
             let initial = InitialEvents {
                 items: snap.items,
                 after: None,
                 end,
             };
-            (Some(initial), VecDeque::new(), snap.rv, rx)
+            (Some(initial), VecDeque::new(), snap.rv, rx, false)
         }
         Start::Now => {
             let (snap, rx) = store.snapshot_and_subscribe();
-            (None, VecDeque::new(), snap.rv, rx)
+            (None, VecDeque::new(), snap.rv, rx, false)
         }
         Start::After(rv) => match store.events_since(rv) {
             Some((past, rx)) => {
                 let position = past.last().map_or(rv, |e| e.rv.max(rv));
-                let lines = past
-                    .iter()
-                    .filter_map(|ev| event_line(&codec, &spec.repr, &spec.selection, ev))
-                    .collect();
-                (None, lines, position, rx)
+                let mut lines = VecDeque::new();
+                let mut closing = false;
+                for ev in past.iter() {
+                    match event_line(&codec, &spec.repr, &spec.selection, ev) {
+                        Ok(line) => lines.extend(line),
+                        // The stream ends before what cannot be written.
+                        Err(Unencodable) => {
+                            closing = true;
+                            break;
+                        }
+                    }
+                }
+                (None, lines, position, rx, closing)
             }
-            None => return error_response(&expired(rv, store.oldest())),
+            None => return error_response(&spec.repr, &expired(rv, store.oldest())),
         },
     };
     let (tx, body) = channel_body(PENDING_MAX);
@@ -172,25 +180,30 @@ where
         position,
         initial,
         pending,
-        closing: false,
+        closing,
         resource,
     };
+    let content_type = watcher.spec.repr.watch_content_type();
     tokio::spawn(watcher.run(rx, tx, interference));
-    json_response(StatusCode::OK, body)
+    typed_response(StatusCode::OK, body, content_type)
 }
 
 /// A watch that fails after its request was accepted: as the cacher's
 /// error watcher, one ERROR event carrying the Status, then the end.
-pub fn error_response(status: &Status) -> Response<Body> {
+pub fn error_response(repr: &Repr, status: &Status) -> Response<Body> {
     let (tx, body) = channel_body(1);
-    let _ = tx.try_send(error_line(status));
-    json_response(StatusCode::OK, body)
+    let _ = tx.try_send(error_line(repr, status));
+    typed_response(StatusCode::OK, body, repr.watch_content_type())
 }
 
-fn error_line(status: &Status) -> Bytes {
-    let status = status.to_bytes();
+fn error_line(repr: &Repr, status: &Status) -> Bytes {
+    let json = status.to_bytes();
     // The Status without its trailing newline is the event's object.
-    json::watch_event("ERROR", &status[..status.len() - 1])
+    let json = &json[..json.len() - 1];
+    match repr {
+        Repr::Protobuf(_) => repr.event("ERROR", &status.to_protobuf()),
+        _ => repr.event("ERROR", json),
+    }
 }
 
 /// The cacher's 410 for a position its history no longer reaches.
@@ -205,7 +218,7 @@ pub fn event_line(
     repr: &Repr,
     sel: &Selection,
     ev: &Event,
-) -> Option<Bytes> {
+) -> Result<Option<Bytes>, Unencodable> {
     let now = sel.matches(&ev.entry);
     let before = ev.prev.as_ref().is_some_and(|p| sel.matches(p));
     let kind = match (ev.kind, before, now) {
@@ -217,18 +230,20 @@ pub fn event_line(
         (EventType::Modified, true, false) => {
             // Leaving the selection: the previous content, as the watcher
             // last matched it, at the event's version.
-            let prev = ev.prev.as_ref()?;
+            let Some(prev) = ev.prev.as_ref() else {
+                return Ok(None);
+            };
             let moved = json::with_resource_version(&prev.item, ev.rv)
                 .and_then(|item| codec.from_item(item).ok());
-            let obj = repr.object(codec, moved.as_ref().unwrap_or(prev));
-            return Some(json::watch_event("DELETED", &obj));
+            let obj = repr.object(codec, moved.as_ref().unwrap_or(prev))?;
+            return Ok(Some(repr.event("DELETED", &obj)));
         }
-        _ => return None,
+        _ => return Ok(None),
     };
     if kind != ev.kind.as_str() || !matches!(repr, Repr::Json) {
-        return Some(json::watch_event(kind, &repr.object(codec, &ev.entry)));
+        return Ok(Some(repr.event(kind, &repr.object(codec, &ev.entry)?)));
     }
-    Some(shared_line(codec, ev))
+    Ok(Some(shared_line(codec, ev)))
 }
 
 /// The event's line as every watcher that sees it unchanged sends it:
@@ -389,8 +404,10 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                         bookmark.as_mut().reset(at);
                     }
                     if self.position > self.spec.bookmarks_after {
-                        let obj = self.spec.repr.bookmark(&self.codec, self.position, false);
-                        self.pending.push_back(json::watch_event("BOOKMARK", &obj));
+                        let repr = &self.spec.repr;
+                        if let Ok(obj) = repr.bookmark(&self.codec, self.position, false) {
+                            self.pending.push_back(repr.event("BOOKMARK", &obj));
+                        }
                     }
                 }
             }
@@ -470,8 +487,11 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
         for (key, e) in rest {
             last = Some(key);
             if self.spec.selection.matches(e) {
-                let obj = self.spec.repr.object(&self.codec, e);
-                self.pending.push_back(json::watch_event("ADDED", &obj));
+                let Ok(obj) = self.spec.repr.object(&self.codec, e) else {
+                    self.cannot_write();
+                    return;
+                };
+                self.pending.push_back(self.spec.repr.event("ADDED", &obj));
                 taken += 1;
                 if taken == room {
                     break;
@@ -488,18 +508,24 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
         }
     }
 
+    /// An object the watch's representation cannot hold: like the
+    /// apiserver's watch on an encoding error, the stream ends after what
+    /// is queued, and the client's next watch is forwarded upstream.
+    fn cannot_write(&mut self) {
+        self.initial = None;
+        self.closing = true;
+    }
+
     /// Accounts for one change from the store.
     fn take(&mut self, change: Change) {
         match change {
             Change::Event(ev) => {
                 if ev.rv > self.position {
                     self.position = ev.rv;
-                    self.pending.extend(event_line(
-                        &self.codec,
-                        &self.spec.repr,
-                        &self.spec.selection,
-                        &ev,
-                    ));
+                    match event_line(&self.codec, &self.spec.repr, &self.spec.selection, &ev) {
+                        Ok(line) => self.pending.extend(line),
+                        Err(Unencodable) => self.cannot_write(),
+                    }
                 }
             }
             Change::Progress(rv) => self.position = self.position.max(rv),
@@ -508,8 +534,9 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                     // Events between our position and the relist were
                     // missed: the client must relist, as after a 410.
                     let oldest = (*self.source).as_ref().oldest();
+                    let expired = expired(self.position, oldest);
                     self.pending
-                        .push_back(error_line(&expired(self.position, oldest)));
+                        .push_back(error_line(&self.spec.repr, &expired));
                     self.closing = true;
                     return;
                 }
@@ -621,12 +648,18 @@ mod tests {
         let (past, _) = store.events_since(7).unwrap();
         let codec = codec();
         let all = Selection::default();
-        let a = event_line(&codec, &Repr::Json, &all, &past[0]).unwrap();
-        let b = event_line(&codec, &Repr::Json, &all, &past[0]).unwrap();
+        let a = event_line(&codec, &Repr::Json, &all, &past[0])
+            .unwrap()
+            .unwrap();
+        let b = event_line(&codec, &Repr::Json, &all, &past[0])
+            .unwrap()
+            .unwrap();
         assert_eq!(a.as_ptr(), b.as_ptr());
         // A watcher holding another codec gets its own, equal, line.
         let other = Arc::new((*codec).clone());
-        let c = event_line(&other, &Repr::Json, &all, &past[0]).unwrap();
+        let c = event_line(&other, &Repr::Json, &all, &past[0])
+            .unwrap()
+            .unwrap();
         assert_eq!(a, c);
         assert_ne!(a.as_ptr(), c.as_ptr());
     }

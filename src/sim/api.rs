@@ -371,6 +371,7 @@ impl Read<'_> {
             restful: true,
             shape: self.shape,
             include_object: self.opts.include_object.as_deref(),
+            protobuf: false,
         };
         match n.repr(|| self.t.printer.clone()) {
             Err(Refusal::NoRoute) => Err(Status::no_acceptable_route()),
@@ -457,7 +458,10 @@ async fn get(
         Err(ModeError::Forward(_)) => return Err(Status::bad_request("invalid resourceVersion")),
     };
     match snap.items.get(key) {
-        Some(e) => Ok(respond(StatusCode::OK, read.convert(n)?.body(&t.codec, e))),
+        Some(e) => {
+            let body = read.convert(n)?.body(&t.codec, e);
+            Ok(respond(StatusCode::OK, body.map_err(unencodable)?))
+        }
         None => Err(Status::not_found(&t.rt.gvr.group, &t.rt.gvr.resource, name)),
     }
 }
@@ -555,7 +559,8 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
     let repr = read.convert(n)?;
     Ok(respond(
         StatusCode::OK,
-        repr.list(&t.codec, &meta, &page.items),
+        repr.list(&t.codec, &meta, &page.items)
+            .map_err(unencodable)?,
     ))
 }
 
@@ -596,7 +601,7 @@ async fn watch(sim: &Arc<Sim>, read: &Read<'_>, n: Negotiated) -> Result<Respons
         StreamingStart::Ready(s) => s,
         StreamingStart::Validated(from) => match wait_for_start(t, from).await {
             Ok(s) => s,
-            Err(s) => return Ok(watch::error_response(&s)),
+            Err(s) => return Ok(watch::error_response(&repr, &s)),
         },
     };
     let spec = WatchSpec {
@@ -704,6 +709,11 @@ impl http_body::Body for EndsAtFirstEvent {
     fn is_end_stream(&self) -> bool {
         self.inner.as_ref().is_none_or(|b| b.is_end_stream())
     }
+}
+
+/// The simulator writes JSON only, which holds every object.
+fn unencodable(e: crate::encode::Unencodable) -> Status {
+    Status::internal(e.to_string())
 }
 
 #[cfg(test)]

@@ -146,6 +146,9 @@ pub struct Entry {
     /// The row under a newer printer than the first slot's (a custom
     /// resource's columns changed while the object did not).
     pub table_row_reprinted: std::sync::Mutex<Option<(u64, Arc<crate::encode::table::Row>)>>,
+    /// The object's protobuf message, transcoded on first use; `None`: it
+    /// has none (a field v1.20's message lacks).
+    pub protobuf: std::sync::OnceLock<Option<Box<[u8]>>>,
 }
 
 #[derive(Deserialize)]
@@ -196,6 +199,7 @@ impl Entry {
             meta: Bytes::from(format!("{{\"name\":\"{key}\"}}")),
             table_row: Default::default(),
             table_row_reprinted: Default::default(),
+            protobuf: Default::default(),
         }
     }
 }
@@ -215,6 +219,8 @@ pub struct TypeCodec {
     type_meta: Bytes,
     /// What of an object its selectable fields are read from.
     wanted: Arc<super::pruned::Wanted>,
+    /// The kind's protobuf message, if v1.20 has one (built-in kinds).
+    protobuf: Option<&'static crate::encode::protobuf::Message>,
 }
 
 impl TypeCodec {
@@ -237,6 +243,7 @@ impl TypeCodec {
                 serde_json::Value::from(kind),
                 serde_json::Value::from(api_version)
             )),
+            protobuf: crate::encode::protobuf::Schema::v1_20().kind(api_version, kind),
             wanted: Arc::new(super::pruned::Wanted::of(
                 crate::selector::field::field_table(group, kind)
                     .iter()
@@ -300,6 +307,7 @@ impl TypeCodec {
             meta: meta_bytes,
             table_row: Default::default(),
             table_row_reprinted: Default::default(),
+            protobuf: Default::default(),
         })
     }
 
@@ -346,6 +354,30 @@ impl TypeCodec {
                 b.put_slice(&entry.item[1..]);
             }
         }
+    }
+
+    /// Whether objects of this type can be written as protobuf: built-in
+    /// kinds v1.20 has a message for.
+    pub fn protobuf_kind(&self) -> bool {
+        self.protobuf.is_some() && self.style == ListStyle::Typed
+    }
+
+    /// The object's protobuf message (without envelope), transcoded once
+    /// per entry; `None` for custom resources and objects v1.20's
+    /// messages cannot hold.
+    pub fn protobuf_message<'e>(&self, entry: &'e Entry) -> Option<&'e [u8]> {
+        let msg = self.protobuf.filter(|_| self.style == ListStyle::Typed)?;
+        let kept = entry.protobuf.get_or_init(|| {
+            let schema = crate::encode::protobuf::Schema::v1_20();
+            match crate::encode::protobuf::transcode::message(schema, msg, &entry.item) {
+                Ok(m) => Some(m.into_boxed_slice()),
+                Err(e) => {
+                    tracing::debug!(key = %entry.key, error = %e, "no protobuf for this object");
+                    None
+                }
+            }
+        });
+        kept.as_deref()
     }
 
     /// Splits a list body into its items' raw bytes and list metadata.

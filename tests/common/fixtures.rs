@@ -7,6 +7,7 @@
 use super::*;
 use http::Method;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 pub async fn create(up: &str, path: &str, obj: Value) -> Value {
     // A custom resource's endpoint can 404 for a moment after its CRD is
@@ -561,3 +562,34 @@ pub const CLUSTER: &[&str] = &[
     "/apis/apiregistration.k8s.io/v1/apiservices",
     "/apis/apiregistration.k8s.io/v1beta1/apiservices",
 ];
+
+/// The resource name discovery knows a collection path by: `v1/pods`.
+pub fn resource_of(path: &str) -> String {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (gv, rest) = if parts[0] == "api" {
+        (parts[1].to_string(), &parts[2..])
+    } else {
+        (format!("{}/{}", parts[1], parts[2]), &parts[3..])
+    };
+    let resource = if rest[0] == "namespaces" && rest.len() > 2 {
+        rest[2]
+    } else {
+        rest[0]
+    };
+    format!("{gv}/{resource}")
+}
+
+/// Waits until the cache holds what the apiserver holds for `path`.
+pub async fn synced(up: &str, p: &Proxy, path: &str) {
+    let resource = resource_of(path);
+    let all = path.split("/namespaces/").next().unwrap().to_string()
+        + "/"
+        + resource.rsplit('/').next().unwrap();
+    let all = if path.contains("/namespaces/") {
+        all
+    } else {
+        path.to_string()
+    };
+    wait_synced(p, &all, &resource).await;
+    converged_items(up, p, path, Duration::from_secs(20)).await;
+}

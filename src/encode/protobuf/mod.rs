@@ -117,6 +117,22 @@ pub fn object(api_version: &str, kind: &str, json: &[u8]) -> Result<Vec<u8>, Tra
     ))
 }
 
+/// A PartialObjectMetadata's message: `{metadata}`, from the JSON of an
+/// `ObjectMeta`.
+pub fn partial_message(meta: &[u8]) -> Result<Vec<u8>, TranscodeError> {
+    static OBJECT_META: std::sync::OnceLock<&'static Message> = std::sync::OnceLock::new();
+    let schema = Schema::v1_20();
+    let msg = OBJECT_META.get_or_init(|| {
+        schema
+            .message("apimachinery/pkg/apis/meta/v1.ObjectMeta")
+            .expect("the schema has ObjectMeta")
+    });
+    let m = transcode::message(schema, msg, meta)?;
+    let mut out = Vec::with_capacity(m.len() + 4);
+    wire::len_field(&mut out, 1, &m);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
