@@ -388,6 +388,64 @@ proptest! {
     }
 }
 
+/// Kinds whose messages the transcoder is fuzzed against.
+const PROTOBUF_KINDS: &[(&str, &str)] = &[
+    ("v1", "Pod"),
+    ("v1", "Node"),
+    ("v1", "Service"),
+    ("v1", "Secret"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "ControllerRevision"),
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("v1", "Status"),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn objects_transcode_to_protobuf_or_refuse_without_panicking(
+        obj in object_like(),
+        raw in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        use kubecache::encode::protobuf::object_message;
+        let text = serde_json::to_vec(&obj).unwrap();
+        for (v, k) in PROTOBUF_KINDS {
+            let _ = object_message(v, k, &text);
+            let _ = object_message(v, k, &raw);
+        }
+    }
+}
+
+#[test]
+fn deeply_nested_objects_are_refused_by_the_transcoder_without_exhausting_the_stack() {
+    use kubecache::encode::protobuf::object_message;
+    // A CRD's schema nests schemas in `properties`, as deep as it goes.
+    let schema = |depth: usize| {
+        format!(
+            r#"{{"spec":{{"versions":[{{"name":"v1","schema":{{"openAPIV3Schema":{}{{}}{}}}}}]}}}}"#,
+            r#"{"properties":{"a":"#.repeat(depth),
+            "}}".repeat(depth)
+        )
+    };
+    let crd = |doc: &str| {
+        object_message(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            doc.as_bytes(),
+        )
+    };
+    assert!(crd(&schema(20)).is_ok());
+    assert!(crd(&schema(20000)).is_err());
+    let deep = format!(
+        r#"{{"metadata":{{"annotations":{{"a":{}1{}}}}}}}"#,
+        "[".repeat(20000),
+        "]".repeat(20000)
+    );
+    assert!(object_message("v1", "Pod", deep.as_bytes()).is_err());
+}
+
 #[test]
 fn deeply_nested_json_paths_do_not_exhaust_the_stack() {
     use kubecache::encode::table::jsonpath::CustomColumn;

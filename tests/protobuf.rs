@@ -321,7 +321,7 @@ async fn same_metadata_page(up: &str, p: &Proxy, path: &str) {
 }
 
 /// A protobuf list's items, sorted: an RV=0 list's order is each cache's own.
-fn item_set(body: &[u8]) -> Vec<Vec<u8>> {
+fn proto_items(body: &[u8]) -> Vec<Vec<u8>> {
     let list: List = prost::Message::decode(&unwrap_envelope(body).raw[..]).unwrap();
     let mut items = list.items;
     items.sort();
@@ -385,7 +385,7 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
                 fetch_with(&format!("{up}{all}"), &[("Accept", PROTOBUF)]).await,
                 fetch_with(&format!("{}{all}", p.url), &[("Accept", PROTOBUF)]).await,
             );
-            assert_eq!(item_set(&b.2), item_set(&a.2), "{all}");
+            assert_eq!(proto_items(&b.2), proto_items(&a.2), "{all}");
             for item in cached["items"].as_array().unwrap().iter().take(12) {
                 let name = item["metadata"]["name"].as_str().unwrap();
                 let one = format!("{path}/{name}?resourceVersion=0");
@@ -412,6 +412,186 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
         let body = same_answer(&up, &p, &invalid, PROTOBUF).await;
         assert_eq!(unwrap_envelope(&body).type_meta.unwrap().kind, "Status");
         release(&up, &ns).await;
+    })
+    .await
+    .expect("timed out");
+}
+
+/// A protobuf watch, read frame by frame.
+struct FrameWatch {
+    body: hyper::body::Incoming,
+    buf: Vec<u8>,
+    content_type: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct WatchEvent {
+    #[prost(string, tag = "1")]
+    r#type: String,
+    #[prost(message, optional, tag = "2")]
+    object: Option<Raw>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Raw {
+    #[prost(bytes = "vec", tag = "1")]
+    raw: Vec<u8>,
+}
+
+impl FrameWatch {
+    async fn open(url: &str) -> FrameWatch {
+        let resp = request(url, PROTOBUF).await;
+        assert_eq!(resp.status(), 200, "{url}");
+        let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
+        FrameWatch {
+            body: resp.into_body(),
+            buf: Vec::new(),
+            content_type,
+        }
+    }
+
+    /// The next frame (the event's bytes), or None at the end.
+    async fn next(&mut self) -> Option<Vec<u8>> {
+        use http_body_util::BodyExt;
+        loop {
+            if self.buf.len() >= 4 {
+                let n = u32::from_be_bytes(self.buf[..4].try_into().unwrap()) as usize;
+                if self.buf.len() >= 4 + n {
+                    let frame = self.buf[4..4 + n].to_vec();
+                    self.buf.drain(..4 + n);
+                    return Some(frame);
+                }
+            }
+            let f = tokio::time::timeout(Duration::from_secs(20), self.body.frame())
+                .await
+                .expect("a frame within 20 s")?;
+            if let Ok(data) = f.expect("the watch body").into_data() {
+                self.buf.extend_from_slice(&data);
+            }
+        }
+    }
+}
+
+/// An event's type and its object's envelope.
+fn event(frame: &[u8]) -> (String, Unknown) {
+    let ev: WatchEvent = prost::Message::decode(frame).expect("a WatchEvent");
+    (ev.r#type, unwrap_envelope(&ev.object.unwrap().raw))
+}
+
+/// An object's dump with its metadata's resourceVersion blanked: bookmarks
+/// carry each server's own.
+fn without_version(object: &[u8]) -> String {
+    let mut d = String::new();
+    dump(object, 0, &mut d);
+    d.lines()
+        .map(|l| match l.strip_prefix("  6: \"") {
+            Some(rest) if rest.trim_end_matches('"').parse::<u64>().is_ok() => "  6: <rv>",
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protobuf_watches_through_kubecache_equal_the_apiservers() {
+    let up = real_apiserver();
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let ns = format!("protobuf-watch-{}", unique_suffix());
+        ensure_namespace(&up, &ns).await;
+        let p = start_proxy(&up).await;
+        let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+        let deploys = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+        for (path, resource) in [(&cms, "v1/configmaps"), (&deploys, "apps/v1/deployments")] {
+            wait_synced(&p, path, resource).await;
+        }
+        let cm = |data: &str| serde_json::json!({"metadata": {"name": "w"}, "data": {"k": data}});
+        send(http::Method::POST, &format!("{up}{cms}"), Some(cm("0"))).await;
+        converged_items(&up, &p, &cms, Duration::from_secs(20)).await;
+        let rv = get(&format!("{}{cms}?resourceVersion=0", p.url))
+            .await
+            .json()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // From a version on: every event's frame byte for byte, and the
+        // bookmark 2 s before the deadline the same but for its version.
+        let query =
+            format!("watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=6");
+        assert_served_with(
+            &p,
+            kubecache::serve::route::ConsistentReads::Forward,
+            &format!("{cms}?{query}"),
+            PROTOBUF,
+        );
+        let mut direct = FrameWatch::open(&format!("{up}{cms}?{query}")).await;
+        let mut cached = FrameWatch::open(&format!("{}{cms}?{query}", p.url)).await;
+        assert_eq!(cached.content_type, direct.content_type);
+        assert_eq!(
+            cached.content_type,
+            "application/vnd.kubernetes.protobuf;stream=watch"
+        );
+        let one = format!("{up}{cms}/w");
+        send(
+            http::Method::PUT,
+            &one,
+            Some({
+                let mut c = get(&one).await.json();
+                c["data"]["k"] = "1".into();
+                c
+            }),
+        )
+        .await;
+        send(http::Method::DELETE, &one, None).await;
+        for kind in ["MODIFIED", "DELETED"] {
+            let (a, b) = (direct.next().await.unwrap(), cached.next().await.unwrap());
+            assert_eq!(event(&a).0, kind);
+            assert!(a == b, "{kind}:\n{}", explain(&b, &a));
+        }
+        let (a, b) = (direct.next().await.unwrap(), cached.next().await.unwrap());
+        let ((ta, ea), (tb, eb)) = (event(&a), event(&b));
+        assert_eq!((ta.as_str(), tb.as_str()), ("BOOKMARK", "BOOKMARK"));
+        assert_eq!(eb.type_meta, ea.type_meta);
+        assert_eq!(without_version(&eb.raw), without_version(&ea.raw));
+        assert_eq!((direct.next().await, cached.next().await), (None, None));
+
+        // RV=0: the state as ADDED events, the list's items.
+        for i in 0..3 {
+            let d = serde_json::json!({
+                "metadata": {"name": format!("d{i}"), "labels": {"app": "a"}},
+                "spec": {"selector": {"matchLabels": {"app": "a"}},
+                         "template": {"metadata": {"labels": {"app": "a"}},
+                                      "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+            });
+            send(http::Method::POST, &format!("{up}{deploys}"), Some(d)).await;
+        }
+        converged_items(&up, &p, &deploys, Duration::from_secs(20)).await;
+        let list = fetch_with(
+            &format!("{}{deploys}?resourceVersion=0", p.url),
+            &[("Accept", PROTOBUF)],
+        )
+        .await;
+        let mut w =
+            FrameWatch::open(&format!("{}{deploys}?watch=1&resourceVersion=0", p.url)).await;
+        let mut added = Vec::new();
+        for _ in 0..3 {
+            let (t, obj) = event(&w.next().await.unwrap());
+            assert_eq!(t, "ADDED");
+            assert_eq!(obj.type_meta.unwrap().kind, "Deployment");
+            added.push(obj.raw);
+        }
+        added.sort();
+        assert_eq!(added, proto_items(&list.2));
+
+        // Too old a version: one ERROR event carrying the 410 Status.
+        let mut old =
+            FrameWatch::open(&format!("{}{deploys}?watch=1&resourceVersion=2", p.url)).await;
+        let (t, status) = event(&old.next().await.unwrap());
+        assert_eq!(t, "ERROR");
+        assert_eq!(status.type_meta.unwrap().kind, "Status");
+        let mut d = String::new();
+        dump(&status.raw, 0, &mut d);
+        assert!(d.contains("4: \"Expired\"") && d.contains("6: 410"), "{d}");
+        assert_eq!(old.next().await, None);
     })
     .await
     .expect("timed out");
