@@ -1,13 +1,16 @@
 //! Micro-benchmarks of the hot paths, on realistic simulator pods:
 //! assembling a list body from cached bytes, paging, selector matching,
 //! decoding an upstream event into a store entry, gzip at three levels,
-//! the pretty layout, Table rows and Table lists, continue tokens.
+//! the pretty layout, Table rows and Table lists, protobuf transcoding and
+//! protobuf lists, continue tokens.
 //! `cargo bench --bench micro`; figures are recorded in the README.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use kubecache::encode::json::{self, ListMeta};
 use kubecache::encode::pretty;
+use kubecache::encode::protobuf;
 use kubecache::encode::table::{Include, Printer, TableSpec};
+use kubecache::encode::Repr;
 use kubecache::request::accept::MetaVersion;
 use kubecache::request::ContinueToken;
 use kubecache::selector::{FieldSelector, LabelSelector};
@@ -202,6 +205,23 @@ fn benches(c: &mut Criterion) {
     let meta = ListMeta::of_page(snap.rv, &page);
     g.bench_function("10k-pod Table list from cached rows", |b| {
         b.iter(|| black_box(spec.list(&pods.codec, &meta, &page.items)))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("protobuf");
+    g.throughput(Throughput::Elements(PODS as u64));
+    g.sample_size(10);
+    g.bench_function("transcode 10k pods' JSON to messages (first use)", |b| {
+        b.iter(|| {
+            for e in &page.items {
+                black_box(protobuf::object_message("v1", "Pod", &e.item).unwrap());
+            }
+        })
+    });
+    let proto = Repr::Protobuf(None);
+    assert!(proto.holds(&pods.codec, &page.items));
+    g.bench_function("10k-pod protobuf list from kept messages", |b| {
+        b.iter(|| black_box(proto.list(&pods.codec, &meta, &page.items).unwrap()))
     });
     g.finish();
 

@@ -18,6 +18,7 @@ use support::*;
 const TABLE: &str = "Accept: application/json;as=Table;g=meta.k8s.io;v=v1";
 const META: &str = "Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 const GZIP: &str = "Accept-Encoding: gzip";
+const PROTOBUF: &str = "Accept: application/vnd.kubernetes.protobuf";
 const AGENT: &str = "User-Agent: kubectl/v1.20.2 (linux/amd64) kubernetes/faecb19";
 
 struct Case {
@@ -225,6 +226,22 @@ fn main() {
             name: "pods list RV=0, PartialObjectMetadataList",
             path: all.clone(),
             headers: vec![META],
+            walk: false,
+            file: None,
+            event: None,
+        },
+        Case {
+            name: "pods list RV=0, protobuf",
+            path: all.clone(),
+            headers: vec![PROTOBUF],
+            walk: false,
+            file: None,
+            event: None,
+        },
+        Case {
+            name: "pods list RV=0, protobuf, gzip",
+            path: all.clone(),
+            headers: vec![PROTOBUF, GZIP],
             walk: false,
             file: None,
             event: None,

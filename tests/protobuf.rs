@@ -552,7 +552,9 @@ async fn protobuf_watches_through_kubecache_equal_the_apiservers() {
         assert_eq!((ta.as_str(), tb.as_str()), ("BOOKMARK", "BOOKMARK"));
         assert_eq!(eb.type_meta, ea.type_meta);
         assert_eq!(without_version(&eb.raw), without_version(&ea.raw));
-        assert_eq!((direct.next().await, cached.next().await), (None, None));
+        // The apiserver may bookmark again before its deadline (under
+        // load its timer runs late); kubecache's watch ends.
+        assert_eq!(cached.next().await, None);
 
         // RV=0: the state as ADDED events, the list's items.
         for i in 0..3 {

@@ -240,22 +240,37 @@ pub fn event_line(
         }
         _ => return Ok(None),
     };
-    if kind != ev.kind.as_str() || !matches!(repr, Repr::Json) {
-        return Ok(Some(repr.event(kind, &repr.object(codec, &ev.entry)?)));
+    let encode = || Ok(repr.event(kind, &repr.object(codec, &ev.entry)?));
+    let shared = match repr {
+        _ if kind != ev.kind.as_str() => None,
+        Repr::Json => Some(&ev.line),
+        Repr::Protobuf(None) => Some(&ev.frame),
+        _ => None,
+    };
+    match shared {
+        Some(slot) => shared_line(codec, slot, encode).map(Some),
+        None => encode().map(Some),
     }
-    Ok(Some(shared_line(codec, ev)))
 }
 
-/// The event's line as every watcher that sees it unchanged sends it:
-/// encoded once, then shared, so fan-out costs a refcount per watcher.
-fn shared_line(codec: &Arc<TypeCodec>, ev: &Event) -> Bytes {
-    let encode = || json::watch_event(ev.kind.as_str(), &codec.object_bytes(&ev.entry));
-    let (with, line) = ev.line.get_or_init(|| (codec.clone(), encode()));
-    if Arc::ptr_eq(with, codec) {
-        line.clone()
-    } else {
+/// The event's line (or frame) as every watcher that sees it unchanged
+/// sends it: encoded once, then shared, so fan-out costs a refcount per
+/// watcher.
+fn shared_line(
+    codec: &Arc<TypeCodec>,
+    slot: &std::sync::OnceLock<(Arc<TypeCodec>, Bytes)>,
+    encode: impl FnOnce() -> Result<Bytes, Unencodable>,
+) -> Result<Bytes, Unencodable> {
+    match slot.get() {
+        Some((with, line)) if Arc::ptr_eq(with, codec) => Ok(line.clone()),
         // A watcher still holding the type's previous codec.
-        encode()
+        Some(_) => encode(),
+        None => {
+            let line = encode()?;
+            // Two first watchers at once both encode it; either is kept.
+            let _ = slot.set((codec.clone(), line.clone()));
+            Ok(line)
+        }
     }
 }
 
@@ -662,6 +677,19 @@ mod tests {
             .unwrap();
         assert_eq!(a, c);
         assert_ne!(a.as_ptr(), c.as_ptr());
+        // Protobuf watchers share a frame of their own.
+        let proto = Repr::Protobuf(None);
+        let f = event_line(&codec, &proto, &all, &past[0]).unwrap().unwrap();
+        let g = event_line(&codec, &proto, &all, &past[0]).unwrap().unwrap();
+        assert_eq!(f.as_ptr(), g.as_ptr());
+        assert_ne!(f, a);
+        assert_eq!(
+            &f[4..],
+            &crate::encode::protobuf::watch_event(
+                "MODIFIED",
+                &proto.object(&codec, &past[0].entry).unwrap()
+            )[4..]
+        );
     }
 
     #[tokio::test]

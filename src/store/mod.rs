@@ -71,10 +71,12 @@ pub struct Event {
     /// codec it was encoded with. Dropped once the event is deeper in the
     /// history than the broadcast reaches (see `Store::apply`).
     pub line: OnceLock<(Arc<TypeCodec>, Bytes)>,
+    /// The same as a protobuf frame, shared by protobuf watchers alike.
+    pub frame: OnceLock<(Arc<TypeCodec>, Bytes)>,
 }
 
 impl Event {
-    /// The same event without its encoded line.
+    /// The same event without its encoded line and frame.
     fn without_line(&self) -> Event {
         Event {
             rv: self.rv,
@@ -83,6 +85,7 @@ impl Event {
             prev: self.prev.clone(),
             at: self.at,
             line: OnceLock::new(),
+            frame: OnceLock::new(),
         }
     }
 }
@@ -240,6 +243,7 @@ impl Store {
                 prev,
                 at: Instant::now(),
                 line: OnceLock::new(),
+                frame: OnceLock::new(),
             });
             s.history.push_back(event.clone());
             // An event as deep in the history as the broadcast buffer is
@@ -247,7 +251,8 @@ impl Store {
             // back: its line goes, so that the history holds each version
             // of an object once (its line is a second copy of it).
             if let Some(i) = s.history.len().checked_sub(BROADCAST_CAPACITY + 1) {
-                if s.history[i].line.get().is_some() {
+                let old = &s.history[i];
+                if old.line.get().is_some() || old.frame.get().is_some() {
                     s.history[i] = Arc::new(s.history[i].without_line());
                 }
             }
