@@ -182,19 +182,11 @@ async fn both_lists(up: &str, path: &str) -> (Value, Vec<u8>) {
 async fn every_fixtures_json_transcodes_to_the_apiservers_protobuf() {
     let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(240), async {
-        let (sfx, ns) = namespace_with_fixtures(&up, "protobuf").await;
-        let _cleanup = ClusterFixtures {
-            up: up.clone(),
-            sfx: sfx.clone(),
-        };
-        make_cluster_scoped(&up, &sfx, &ns).await;
+        let fixtures = Fixtures::make(&up, "protobuf").await;
+        let ns = &fixtures.ns;
         let mut failures = Vec::new();
         let mut objects = 0;
-        for path in namespaced(&ns)
-            .iter()
-            .map(String::as_str)
-            .chain(CLUSTER.iter().copied())
-        {
+        for path in &fixtures.paths {
             let (json, proto) = both_lists(&up, path).await;
             let api_version = json["apiVersion"].as_str().unwrap();
             let list_kind = json["kind"].as_str().unwrap();
@@ -254,7 +246,7 @@ async fn every_fixtures_json_transcodes_to_the_apiservers_protobuf() {
             failures.len(),
             failures.join("\n\n")
         );
-        release(&up, &ns).await;
+        release(&up, ns).await;
     })
     .await
     .expect("timed out");
@@ -338,18 +330,10 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
             .unwrap()
             .parse()
             .unwrap();
-        let (sfx, ns) = namespace_with_fixtures(&up, "protobuf-reads").await;
-        let _cleanup = ClusterFixtures {
-            up: up.clone(),
-            sfx: sfx.clone(),
-        };
-        make_cluster_scoped(&up, &sfx, &ns).await;
+        let fixtures = Fixtures::make(&up, "protobuf-reads").await;
+        let ns = &fixtures.ns;
         let p = start_proxy(&up).await;
-        let paths: Vec<String> = namespaced(&ns)
-            .into_iter()
-            .chain(CLUSTER.iter().map(|s| s.to_string()))
-            .collect();
-        for path in &paths {
+        for path in &fixtures.paths {
             synced(&up, &p, path).await;
             let cached = get(&format!("{}{path}?resourceVersion=0", p.url))
                 .await
@@ -411,7 +395,7 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
         assert!(matches!(d, kubecache::serve::route::Decision::Reject(_)));
         let body = same_answer(&up, &p, &invalid, PROTOBUF).await;
         assert_eq!(unwrap_envelope(&body).type_meta.unwrap().kind, "Status");
-        release(&up, &ns).await;
+        release(&up, ns).await;
     })
     .await
     .expect("timed out");

@@ -67,18 +67,10 @@ fn row_names(t: &Value) -> Vec<Value> {
 async fn tables_of_every_printed_type_equal_the_real_apiservers() {
     let up = real_apiserver();
     tokio::time::timeout(Duration::from_secs(240), async {
-        let (sfx, ns) = namespace_with_fixtures(&up, "tables").await;
-        let _cleanup = ClusterFixtures {
-            up: up.clone(),
-            sfx: sfx.clone(),
-        };
-        make_cluster_scoped(&up, &sfx, &ns).await;
+        let fixtures = Fixtures::make(&up, "tables").await;
+        let ns = &fixtures.ns;
         let p = start_proxy(&up).await;
-        let paths: Vec<String> = namespaced(&ns)
-            .into_iter()
-            .chain(CLUSTER.iter().map(|s| s.to_string()))
-            .collect();
-        for path in &paths {
+        for path in &fixtures.paths {
             synced(&up, &p, path).await;
             for accept in [TABLE, TABLE_V1BETA1, KUBECTL_ACCEPT] {
                 same_list_table(&up, &p, &format!("{path}?resourceVersion=0"), accept).await;
@@ -144,7 +136,7 @@ async fn tables_of_every_printed_type_equal_the_real_apiservers() {
                 }
             }
         }
-        release(&up, &ns).await;
+        release(&up, ns).await;
     })
     .await
     .expect("timed out");

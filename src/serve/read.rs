@@ -152,13 +152,6 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 && fields.is_empty();
             // Assembled before anything awaits: a Table's spec is not `Sync`.
             let make = || -> Pin<Box<dyn Future<Output = Result<Finished, Status>> + Send>> {
-                let req = PageRequest {
-                    prefix: &prefix,
-                    start: start.as_deref(),
-                    limit,
-                    labels: &labels,
-                    fields: &fields,
-                };
                 let page = read_page(&snap.items, &req);
                 let meta = ListMeta::of_page(snap.rv, &page);
                 if stitchable {

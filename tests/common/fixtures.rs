@@ -593,3 +593,32 @@ pub async fn synced(up: &str, p: &Proxy, path: &str) {
     wait_synced(p, &all, &resource).await;
     converged_items(up, p, path, Duration::from_secs(20)).await;
 }
+
+/// Every fixture, namespaced and cluster-scoped, on the real apiserver;
+/// the cluster-scoped ones go when this is dropped.
+pub struct Fixtures {
+    pub ns: String,
+    /// Every collection the fixtures fill.
+    pub paths: Vec<String>,
+    _cleanup: ClusterFixtures,
+}
+
+impl Fixtures {
+    pub async fn make(up: &str, prefix: &str) -> Fixtures {
+        let (sfx, ns) = namespace_with_fixtures(up, prefix).await;
+        let cleanup = ClusterFixtures {
+            up: up.to_string(),
+            sfx: sfx.clone(),
+        };
+        make_cluster_scoped(up, &sfx, &ns).await;
+        let paths = namespaced(&ns)
+            .into_iter()
+            .chain(CLUSTER.iter().map(|s| s.to_string()))
+            .collect();
+        Fixtures {
+            ns,
+            paths,
+            _cleanup: cleanup,
+        }
+    }
+}
