@@ -107,11 +107,21 @@ impl Repr {
 
     /// Whether every one of `items` can be written in this representation:
     /// protobuf needs a message for each (a metadata one is a part of it).
-    pub fn holds(&self, codec: &TypeCodec, items: &[Arc<Entry>]) -> bool {
+    pub fn holds<'a>(
+        &self,
+        codec: &TypeCodec,
+        items: impl IntoIterator<Item = &'a Arc<Entry>>,
+    ) -> bool {
         match self {
-            Repr::Protobuf(_) => items.iter().all(|e| codec.protobuf_message(e).is_some()),
+            Repr::Protobuf(_) => items
+                .into_iter()
+                .all(|e| codec.protobuf_message(e).is_some()),
             _ => true,
         }
+    }
+
+    pub fn is_protobuf(&self) -> bool {
+        matches!(self, Repr::Protobuf(_))
     }
 
     /// A bookmark's object in this representation.

@@ -64,9 +64,9 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             // A protobuf watch of a type whose objects have no message
             // goes upstream whole; one that meets such an object later
             // ends there (see `watch`).
-            let snap = tc.store.current();
-            let items: Vec<Arc<Entry>> = snap.items.values().cloned().collect();
-            if !spec.repr.holds(&codec, &items) {
+            if spec.repr.is_protobuf()
+                && !spec.repr.holds(&codec, tc.store.current().items.values())
+            {
                 return Outcome::Forward(ForwardReason::Unencodable);
             }
             Outcome::Stream(watch::serve(
@@ -140,7 +140,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 labels: &labels,
                 fields: &fields,
             };
-            if !repr.holds(&codec, &read_page(&snap.items, &req).items) {
+            if repr.is_protobuf() && !repr.holds(&codec, &read_page(&snap.items, &req).items) {
                 return Outcome::Forward(ForwardReason::Unencodable);
             }
             // Unfiltered, the items are a key-ordered run of the snapshot:
