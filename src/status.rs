@@ -259,6 +259,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_kind_of_status_is_written_as_protobuf() {
+        let cause = Cause {
+            reason: "FieldValueInvalid".into(),
+            message: "bad".into(),
+            field: "spec".into(),
+        };
+        let mut expired = Status::expired("too old");
+        expired.metadata.continue_token = Some("abc".into());
+        for s in [
+            Status::bad_request("x"),
+            Status::not_found("apps", "deployments", "d"),
+            Status::conflict_because("", "pods", "p", "changed"),
+            Status::invalid("", "Pod", "p", vec![cause]),
+            Status::too_large_resource_version(9, 3),
+            Status::internal("boom"),
+            Status::no_acceptable_route(),
+            expired,
+        ] {
+            let b = s.to_protobuf();
+            assert!(
+                b.starts_with(b"k8s\0\x0a\x0c\x0a\x02v1\x12\x06Status"),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
     fn messages_are_escaped_as_go_escapes_them() {
         let s = Status::bad_request("unable to parse requirement: <nil> & more");
         let body = String::from_utf8(s.to_bytes().to_vec()).unwrap();

@@ -12,7 +12,7 @@ use crate::encode::{Repr, Unencodable};
 use crate::request::{ContinueToken, ReadMode};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
-use crate::store::{Entry, Items, Snapshot};
+use crate::store::{Entry, Items, Snapshot, TypeCodec};
 use crate::upstream::Body;
 use bytes::Bytes;
 use http::Response;
@@ -64,10 +64,11 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             // A protobuf watch of a type whose objects have no message
             // goes upstream whole; one that meets such an object later
             // ends there (see `watch`).
-            if spec.repr.is_protobuf()
-                && !spec.repr.holds(&codec, tc.store.current().items.values())
-            {
-                return Outcome::Forward(ForwardReason::Unencodable);
+            if spec.repr.is_protobuf() {
+                let items = tc.store.current().items.values().cloned().collect();
+                if !protobuf_holds(&codec, items).await {
+                    return Outcome::Forward(ForwardReason::Unencodable);
+                }
             }
             Outcome::Stream(watch::serve(
                 tc.clone(),
@@ -140,7 +141,9 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 labels: &labels,
                 fields: &fields,
             };
-            if repr.is_protobuf() && !repr.holds(&codec, &read_page(&snap.items, &req).items) {
+            if repr.is_protobuf()
+                && !protobuf_holds(&codec, read_page(&snap.items, &req).items).await
+            {
                 return Outcome::Forward(ForwardReason::Unencodable);
             }
             // Unfiltered, the items are a key-ordered run of the snapshot:
@@ -198,6 +201,20 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             }
         }
     }
+}
+
+/// Whether each of `items` has a protobuf message (see `Repr::holds`).
+/// The first time, that is transcoding them all (~24 µs a pod): many go
+/// off the async workers.
+async fn protobuf_holds(codec: &Arc<TypeCodec>, items: Vec<Arc<Entry>>) -> bool {
+    let check = |c: &TypeCodec, items: &[Arc<Entry>]| Repr::Protobuf(None).holds(c, items);
+    if items.len() < 256 {
+        return check(codec, &items);
+    }
+    let codec = codec.clone();
+    tokio::task::spawn_blocking(move || check(&codec, &items))
+        .await
+        .unwrap_or(false)
 }
 
 /// A compact JSON list, gzipped: stitched from its items' pieces when they

@@ -80,7 +80,9 @@ impl<'s> Acc<'s> {
             match slot {
                 Slot::Written(b) => out.extend_from_slice(&b),
                 Slot::Inline(acc) => wire::len_field(&mut out, field.number, &acc.finish()?),
-                Slot::Absent if field.card == Card::One => zero(self.schema, field, &mut out)?,
+                Slot::Absent if field.card == Card::One => {
+                    zero(self.schema, field.ty, field.number, &mut out)?
+                }
                 Slot::Absent => {}
             }
         }
@@ -88,10 +90,10 @@ impl<'s> Acc<'s> {
     }
 }
 
-/// A non-pointer field the JSON left out (or null): its Go zero value.
-fn zero(schema: &Schema, field: &Field, out: &mut Vec<u8>) -> Result<(), String> {
-    let n = field.number;
-    match field.ty {
+/// A non-pointer field the JSON left out or set null (or a null element or
+/// map value): its Go zero value, as field `n`.
+fn zero(schema: &Schema, ty: Type, n: u32, out: &mut Vec<u8>) -> Result<(), String> {
+    match ty {
         Type::String | Type::Time | Type::MicroTime | Type::Raw | Type::Bytes | Type::Items => {
             wire::len_field(out, n, b"")
         }
@@ -226,10 +228,11 @@ impl<'de> Visitor<'de> for Elements<'_, '_> {
             ty: self.seed.field.ty,
         };
         while let Some(v) = seq.next_element_seed(Nullable(seed()))? {
+            let n = self.seed.field.number;
             match v {
-                Some(v) => v.write(self.out, self.seed.field.number),
-                // A nil pointer in a slice is written as an empty message.
-                None => wire::len_field(self.out, self.seed.field.number, b""),
+                Some(v) => v.write(self.out, n),
+                None => zero(self.seed.schema, self.seed.field.ty, n, self.out)
+                    .map_err(de::Error::custom)?,
             }
         }
         Ok(())
@@ -269,13 +272,7 @@ impl<'de> Visitor<'de> for Entries<'_, '_> {
                 // A nil byte slice is left out; a message is written zero.
                 (None, Type::Bytes) => {}
                 (None, _) => {
-                    let zero_of = Field {
-                        json: "",
-                        number: 2,
-                        card: Card::One,
-                        ty,
-                    };
-                    zero(self.seed.schema, &zero_of, &mut entry).map_err(de::Error::custom)?;
+                    zero(self.seed.schema, ty, 2, &mut entry).map_err(de::Error::custom)?
                 }
             }
             wire::len_field(self.out, self.seed.field.number, &entry);
@@ -550,6 +547,18 @@ mod tests {
         assert!(pod(r#"{"metadata":{"creationTimestamp":"yesterday"}}"#).is_err());
         assert!(pod("[]").is_err());
         assert!(pod(r#"{"metadata":{}} trailing"#).is_err());
+    }
+
+    #[test]
+    fn a_null_element_is_its_types_zero_value_in_its_wire_type() {
+        let groups = |list: &str| {
+            let json =
+                format!(r#"{{"spec":{{"securityContext":{{"supplementalGroups":{list}}}}}}}"#);
+            pod(&json).unwrap()
+        };
+        // supplementalGroups = 4, varints: null is 0, not an empty message.
+        assert_eq!(groups("[7,null]"), groups("[7,0]"));
+        assert!(groups("[7,0]").windows(4).any(|w| w == b"\x20\x07\x20\x00"));
     }
 
     #[test]
