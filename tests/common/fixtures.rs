@@ -424,6 +424,25 @@ pub async fn make_cluster_scoped(up: &str, sfx: &str, ns: &str) {
         "distinguisherMethod": {"type": "ByNamespace"}, "rules": rules}}),
     )
     .await;
+    // A CRD whose schema holds each form of the JSONSchemaPropsOr… unions
+    // the apiserver admits: `items` a schema, `additionalProperties` a
+    // schema, true and false. v1beta1, which needs no structural schema.
+    let props = json!({"type": "object", "properties": {
+        "list": {"type": "array", "items": {"type": "string"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "open": {"type": "object", "additionalProperties": true},
+        "closed": {"type": "object", "additionalProperties": false}}});
+    let plural = unions_plural(sfx);
+    create(
+        up,
+        "/apis/apiextensions.k8s.io/v1beta1/customresourcedefinitions",
+        json!({
+        "metadata": {"name": format!("{plural}.kubecache.test")},
+        "spec": {"group": "kubecache.test", "version": "v1", "scope": "Cluster",
+            "names": {"plural": plural, "kind": format!("U{plural}")},
+            "validation": {"openAPIV3Schema": {"type": "object", "properties": {"spec": props}}}}}),
+    )
+    .await;
     // The apiserver marks them a moment later: wait, so that the
     // comparisons do not race it.
     for fs in ["dangling", "queued"] {
@@ -438,6 +457,11 @@ pub async fn make_cluster_scoped(up: &str, sfx: &str, ns: &str) {
         }
         assert!(marked, "{url} never got its Dangling condition");
     }
+}
+
+/// The plural of the run's CRD (resource names take no hyphen).
+fn unions_plural(sfx: &str) -> String {
+    format!("unions{}", sfx.replace('-', ""))
 }
 
 /// Removes the cluster-scoped fixtures when dropped, whether the test
@@ -468,6 +492,10 @@ impl Drop for ClusterFixtures {
 pub async fn remove_cluster_scoped(up: &str, sfx: &str) {
     for path in [
         format!("/apis/storage.k8s.io/v1/storageclasses/fast-{sfx}"),
+        format!(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}.kubecache.test",
+            unions_plural(sfx)
+        ),
         format!("/apis/scheduling.k8s.io/v1/priorityclasses/batch-{sfx}"),
         format!("/apis/scheduling.k8s.io/v1/priorityclasses/urgent-{sfx}"),
         format!("/apis/node.k8s.io/v1/runtimeclasses/kata-{sfx}"),
@@ -544,6 +572,7 @@ pub const CLUSTER: &[&str] = &[
     "/api/v1/persistentvolumes",
     "/apis/storage.k8s.io/v1/storageclasses",
     "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    "/apis/apiextensions.k8s.io/v1beta1/customresourcedefinitions",
     "/apis/scheduling.k8s.io/v1/priorityclasses",
     "/apis/scheduling.k8s.io/v1beta1/priorityclasses",
     "/apis/node.k8s.io/v1/runtimeclasses",

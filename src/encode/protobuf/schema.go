@@ -11,6 +11,8 @@
 //   - type: string, bytes, int (signed varint), uint, bool, time,
 //     double, microtime, quantity, intorstr, raw (a message of the value's JSON
 //     bytes), items (a named string slice: a message of repeated items),
+//     orarray:<m>, orbool:<m>, orstrings:<m> (a CRD schema's
+//     JSONSchemaPropsOr{Array,Bool,StringArray} unions of the message m),
 //     unsupported:<name>, or another message's name.
 package main
 
@@ -49,6 +51,13 @@ var special = map[string]string{
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1.JSON": "raw",
 }
 
+// A CRD schema's unions, which marshal to JSON as one of their fields.
+var unions = map[string]string{
+	"JSONSchemaPropsOrArray":       "orarray",
+	"JSONSchemaPropsOrBool":        "orbool",
+	"JSONSchemaPropsOrStringArray": "orstrings",
+}
+
 func name(t reflect.Type) string {
 	p := strings.TrimPrefix(t.PkgPath(), "k8s.io/kubernetes/vendor/")
 	return strings.TrimPrefix(p, "k8s.io/") + "." + t.Name()
@@ -63,8 +72,11 @@ func typeOf(t reflect.Type) string {
 	if s, ok := special[fullName(t)]; ok {
 		return s
 	}
-	if strings.HasPrefix(t.Name(), "JSONSchemaPropsOr") {
-		return "unsupported:" + t.Name()
+	if u, ok := unions[t.Name()]; ok {
+		// Custom JSON (un)marshalling picks the union's field by the
+		// value's JSON type: kubecache reads it the same way.
+		props, _ := t.FieldByName("Schema")
+		return u + ":" + typeOf(props.Type.Elem())
 	}
 	switch t.Kind() {
 	case reflect.String:

@@ -47,9 +47,28 @@ pub enum Type {
     Items,
     /// A message of the schema.
     Message(usize),
-    /// A Go type kubecache cannot transcode (a CRD schema's
-    /// `JSONSchemaPropsOr…` unions): meeting a value of it fails.
+    /// A CRD schema's `JSONSchemaPropsOr…` union of the message (its
+    /// `JSONSchemaProps`): its JSON is one of its fields, told apart by the
+    /// value's JSON type.
+    Union(Union, usize),
+    /// A Go type kubecache cannot transcode (`metav1.Duration`, which no
+    /// served kind holds): meeting a value of it fails.
     Unsupported(&'static str),
+}
+
+/// The unions of apiextensions' `JSONSchemaProps`, each read as its
+/// `UnmarshalJSON` reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Union {
+    /// `JSONSchemaPropsOrArray`: an object is `schema` (1), an array
+    /// `jSONSchemas` (2).
+    OrArray,
+    /// `JSONSchemaPropsOrBool`: a bool is `allows` (1); an object is
+    /// `allows: true` and `schema` (2).
+    OrBool,
+    /// `JSONSchemaPropsOrStringArray`: an object is `schema` (1), an array
+    /// of strings `property` (2).
+    OrStringArray,
 }
 
 #[derive(Debug)]
@@ -159,14 +178,26 @@ impl Schema {
                     "intorstr" => Type::IntOrString,
                     "raw" => Type::Raw,
                     "items" => Type::Items,
-                    t => match t.strip_prefix("unsupported:") {
-                        Some(u) => Type::Unsupported(leak(u.into())),
-                        None => Type::Message(
-                            *index
-                                .get(t)
-                                .ok_or_else(|| format!("{name}.{json}: no message {t}"))?,
-                        ),
-                    },
+                    t => {
+                        let message = |m: &str| {
+                            index
+                                .get(m)
+                                .copied()
+                                .ok_or_else(|| format!("{name}.{json}: no message {m}"))
+                        };
+                        let union = [
+                            ("orarray:", Union::OrArray),
+                            ("orbool:", Union::OrBool),
+                            ("orstrings:", Union::OrStringArray),
+                        ]
+                        .into_iter()
+                        .find_map(|(p, u)| Some((u, t.strip_prefix(p)?)));
+                        match (t.strip_prefix("unsupported:"), union) {
+                            (Some(u), _) => Type::Unsupported(leak(u.into())),
+                            (None, Some((u, m))) => Type::Union(u, message(m)?),
+                            (None, None) => Type::Message(message(t)?),
+                        }
+                    }
                 };
                 fields.push(Field {
                     json: leak(json.clone()),

@@ -8,8 +8,9 @@
 //! v1.20, whose fields a v1.20 message has no number for) fails the object:
 //! written without it, the message would lose data.
 
-use super::schema::{Card, Field, Message, Route, Schema, Type};
+use super::schema::{Card, Field, Message, Route, Schema, Type, Union};
 use super::wire;
+use crate::encode::time::rfc3339;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -106,6 +107,9 @@ fn zero(schema: &Schema, ty: Type, n: u32, out: &mut Vec<u8>) -> Result<(), Stri
             let msg = &schema.messages[m];
             wire::len_field(out, n, &Acc::new(schema, msg).finish()?)
         }
+        // `allows` is a non-pointer bool; the others are pointer and slice.
+        Type::Union(Union::OrBool, _) => wire::len_field(out, n, b"\x08\x00"),
+        Type::Union(_, _) => wire::len_field(out, n, b""),
         Type::Unsupported(t) => return Err(format!("no zero value of {t}")),
     }
     Ok(())
@@ -349,7 +353,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
             Type::Double => Value::Fixed64(f64::deserialize(d)?.to_bits()),
             Type::Time | Type::MicroTime => {
                 let s = Str::deserialize(d)?;
-                let (secs, nanos) = parse_time(&s.0)
+                let (secs, nanos) = rfc3339(&s.0)
                     .ok_or_else(|| custom(format!("not an RFC 3339 time: {:?}", s.0)))?;
                 let mut ts = Vec::new();
                 // The zero time is written as an empty message.
@@ -388,8 +392,105 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
                 }
                 .deserialize(d)?,
             ),
+            Type::Union(union, m) => Value::Len(d.deserialize_any(UnionSeed {
+                schema: self.schema,
+                union,
+                props: m,
+            })?),
             Type::Unsupported(t) => return Err(custom(format!("{t} is not transcoded"))),
         })
+    }
+}
+
+/// A `JSONSchemaPropsOr…` union's message, its field chosen by the JSON
+/// value's type as its `UnmarshalJSON` chooses: an object is the schema, an
+/// array the union's list, a bool `JSONSchemaPropsOrBool`'s `allows`.
+/// Anything else leaves the other two empty (their `UnmarshalJSON` looks
+/// at the first byte only) and is refused by `JSONSchemaPropsOrBool`.
+struct UnionSeed<'s> {
+    schema: &'s Schema,
+    union: Union,
+    props: usize,
+}
+
+impl UnionSeed<'_> {
+    fn other<E: de::Error>(&self) -> Result<Vec<u8>, E> {
+        match self.union {
+            Union::OrBool => Err(E::custom("boolean or JSON schema expected")),
+            Union::OrArray | Union::OrStringArray => Ok(Vec::new()),
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for UnionSeed<'_> {
+    type Value = Vec<u8>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON schema, an array or a boolean")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<u8>, A::Error> {
+        let props = MsgSeed {
+            schema: self.schema,
+            msg: &self.schema.messages[self.props],
+        }
+        .visit_map(map)?;
+        let mut m = Vec::new();
+        match self.union {
+            Union::OrBool => {
+                wire::varint_field(&mut m, 1, 1);
+                wire::len_field(&mut m, 2, &props);
+            }
+            Union::OrArray | Union::OrStringArray => wire::len_field(&mut m, 1, &props),
+        }
+        Ok(m)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Vec<u8>, A::Error> {
+        let ty = match self.union {
+            Union::OrArray => Type::Message(self.props),
+            Union::OrStringArray => Type::String,
+            Union::OrBool => return self.other(),
+        };
+        let field = Field {
+            json: "",
+            number: 2,
+            card: Card::Repeated,
+            ty,
+        };
+        let mut m = Vec::new();
+        let seed = FieldSeed {
+            schema: self.schema,
+            field: &field,
+        };
+        Elements { seed, out: &mut m }.visit_seq(seq)?;
+        Ok(m)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Vec<u8>, E> {
+        match self.union {
+            Union::OrBool => {
+                let mut m = Vec::new();
+                wire::varint_field(&mut m, 1, v as u64);
+                Ok(m)
+            }
+            _ => self.other(),
+        }
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Vec<u8>, E> {
+        self.other()
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Vec<u8>, E> {
+        self.other()
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Vec<u8>, E> {
+        self.other()
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Vec<u8>, E> {
+        self.other()
     }
 }
 
@@ -447,59 +548,6 @@ impl<'de> serde::Deserialize<'de> for Str<'de> {
 /// Go's zero `time.Time` (0001-01-01T00:00:00Z) in Unix seconds.
 const GO_ZERO_TIME: i64 = -62_135_596_800;
 
-/// Seconds and nanoseconds of an RFC 3339 time as the apiserver writes
-/// them (UTC, `Z`, optionally a fraction): `2020-01-02T03:04:05.123456Z`.
-fn parse_time(s: &str) -> Option<(i64, u32)> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let d = b.get(r)?;
-        d.iter().all(u8::is_ascii_digit).then_some(())?;
-        std::str::from_utf8(d).ok()?.parse().ok()
-    };
-    let sep = |i: usize, c: u8| b.get(i) == Some(&c);
-    if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T') && sep(13, b':') && sep(16, b':')) {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut nanos = 0u32;
-    let mut i = 19;
-    if sep(19, b'.') {
-        i = 20;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        let digits = i - start;
-        if digits == 0 || digits > 9 {
-            return None;
-        }
-        nanos = num(start..i)? as u32 * 10u32.pow((9 - digits) as u32);
-    }
-    if &b[i..] != b"Z" || !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 {
-        return None;
-    }
-    if sec > 60 {
-        return None;
-    }
-    Some((
-        days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec,
-        nanos,
-    ))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -511,21 +559,21 @@ mod tests {
 
     #[test]
     fn times_are_unix_seconds_and_the_zero_time_is_empty() {
-        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some((0, 0)));
-        assert_eq!(parse_time("2020-02-29T12:00:01Z"), Some((1_582_977_601, 0)));
-        assert_eq!(
-            parse_time("2020-02-29T12:00:01.000123Z"),
-            Some((1_582_977_601, 123_000))
-        );
-        assert_eq!(parse_time("0001-01-01T00:00:00Z"), Some((GO_ZERO_TIME, 0)));
-        for bad in [
-            "2020-02-29",
-            "2020-02-29T12:00:01+01:00",
-            "2020-13-01T00:00:00Z",
-            "",
-        ] {
-            assert_eq!(parse_time(bad), None, "{bad}");
+        let created = |t: &str| pod(&format!(r#"{{"metadata":{{"creationTimestamp":"{t}"}}}}"#));
+        // creationTimestamp = 8 of ObjectMeta: seconds, nanos 0.
+        let ts = |b: Vec<u8>| fields(&fields(&b, 1)[0], 8)[0].clone();
+        let mut want = Vec::new();
+        wire::varint_field(&mut want, 1, 1_582_977_601);
+        wire::varint_field(&mut want, 2, 0);
+        assert_eq!(ts(created("2020-02-29T12:00:01Z").unwrap()), want);
+        // metav1.Time keeps no fraction; an offset is read as Go reads it.
+        assert_eq!(ts(created("2020-02-29T12:00:01.000123Z").unwrap()), want);
+        assert_eq!(ts(created("2020-02-29T13:00:01+01:00").unwrap()), want);
+        assert_eq!(ts(created("0001-01-01T00:00:00Z").unwrap()), b"");
+        for bad in ["2020-02-29", "2020-13-01T00:00:00Z", ""] {
+            assert!(created(bad).is_err(), "{bad}");
         }
+        assert_eq!(rfc3339("0001-01-01T00:00:00Z"), Some((GO_ZERO_TIME, 0)));
     }
 
     #[test]
@@ -559,6 +607,125 @@ mod tests {
         // supplementalGroups = 4, varints: null is 0, not an empty message.
         assert_eq!(groups("[7,null]"), groups("[7,0]"));
         assert!(groups("[7,0]").windows(4).any(|w| w == b"\x20\x07\x20\x00"));
+    }
+
+    /// The length-delimited values of field `n` of a message, in order.
+    fn fields(mut b: &[u8], n: u64) -> Vec<Vec<u8>> {
+        fn varint(b: &mut &[u8]) -> u64 {
+            let (mut v, mut shift) = (0u64, 0);
+            loop {
+                let byte = b[0];
+                *b = &b[1..];
+                v |= u64::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte < 0x80 {
+                    return v;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let tag = varint(&mut b);
+            match tag & 7 {
+                0 => {
+                    varint(&mut b);
+                }
+                1 => b = &b[8..],
+                2 => {
+                    let len = varint(&mut b) as usize;
+                    if tag >> 3 == n {
+                        out.push(b[..len].to_vec());
+                    }
+                    b = &b[len..];
+                }
+                w => panic!("wire type {w}"),
+            }
+        }
+        out
+    }
+
+    /// Field `n` of a v1 CRD schema (JSONSchemaProps) written from `json`,
+    /// and the messages of the JSON schemas `props`.
+    fn schema_field(json: &str, n: u64, props: &[&str]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let s = Schema::v1_20();
+        let m = s
+            .message("apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaProps")
+            .unwrap();
+        let b = message(s, m, json.as_bytes()).unwrap();
+        let props = props
+            .iter()
+            .map(|p| message(s, m, p.as_bytes()).unwrap())
+            .collect();
+        (fields(&b, n), props)
+    }
+
+    fn len_field(n: u32, b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        wire::len_field(&mut out, n, b);
+        out
+    }
+
+    #[test]
+    fn a_crd_schemas_items_are_a_schema_or_an_array_of_them() {
+        let string = r#"{"type":"string"}"#;
+        let (items, p) = schema_field(r#"{"items":{"type":"string"}}"#, 24, &[string]);
+        assert_eq!(items, [len_field(1, &p[0])]);
+        // A null element is a zero JSONSchemaProps, not left out.
+        let (items, p) = schema_field(r#"{"items":[{"type":"string"},null]}"#, 24, &[string, "{}"]);
+        assert_eq!(items, [[len_field(2, &p[0]), len_field(2, &p[1])].concat()]);
+        let (items, _) = schema_field(r#"{"items":[]}"#, 24, &[]);
+        assert_eq!(items, [Vec::<u8>::new()]);
+        let (items, _) = schema_field(r#"{"items":null}"#, 24, &[]);
+        assert!(items.is_empty());
+    }
+
+    #[test]
+    fn additional_properties_and_items_are_a_bool_or_a_schema_that_allows() {
+        for n in [30, 33] {
+            let key = if n == 30 {
+                "additionalProperties"
+            } else {
+                "additionalItems"
+            };
+            let one = |v: &str| {
+                schema_field(
+                    &format!(r#"{{"{key}":{v}}}"#),
+                    n,
+                    &[r#"{"type":"integer"}"#],
+                )
+            };
+            assert_eq!(one("true").0, [b"\x08\x01".to_vec()]);
+            assert_eq!(one("false").0, [b"\x08\x00".to_vec()]);
+            let (v, p) = one(r#"{"type":"integer"}"#);
+            assert_eq!(v, [[&b"\x08\x01"[..], &len_field(2, &p[0])].concat()]);
+        }
+        let s = Schema::v1_20();
+        let m = s
+            .message("apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaProps")
+            .unwrap();
+        for bad in [r#""yes""#, "[true]", "1"] {
+            let json = format!(r#"{{"additionalProperties":{bad}}}"#);
+            let e = message(s, m, json.as_bytes()).unwrap_err();
+            assert!(
+                e.to_string().contains("boolean or JSON schema expected"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn dependencies_are_sorted_entries_of_a_schema_or_property_names() {
+        let json = r#"{"dependencies":{"b":["x","y"],"a":{"type":"string"},"c":null}}"#;
+        let (entries, p) = schema_field(json, 32, &[r#"{"type":"string"}"#]);
+        let entry = |k: &str, v: Vec<u8>| [len_field(1, k.as_bytes()), len_field(2, &v)].concat();
+        assert_eq!(
+            entries,
+            [
+                entry("a", len_field(1, &p[0])),
+                entry("b", [len_field(2, b"x"), len_field(2, b"y")].concat()),
+                entry("c", Vec::new()),
+            ]
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 pub mod columns;
 pub mod jsonpath;
 pub mod printers;
-pub mod time;
+pub use super::time;
 
 use super::json::{go_string, list_meta, ListMeta};
 use super::meta::put_partial;

@@ -1,6 +1,7 @@
-//! Time as Table cells show it: RFC 3339 timestamps parsed as Go's
-//! `metav1.Time` does, and durations in apimachinery's
-//! `duration.HumanDuration` form ("5m30s", "3h", "12d").
+//! Time as the API writes it: RFC 3339 timestamps parsed as Go's
+//! `metav1.Time` reads them (for Table ages, protobuf `Timestamp`s and exec
+//! credentials' expiry), and durations in apimachinery's
+//! `duration.HumanDuration` form ("5m30s", "3h", "12d") for Table cells.
 
 /// Nanoseconds since the Unix epoch.
 pub type Nanos = i64;
@@ -35,8 +36,17 @@ fn digits(s: &[u8]) -> Option<i64> {
 }
 
 /// An RFC 3339 time (`2006-01-02T15:04:05Z`, optional fraction, `Z` or a
-/// numeric offset), or `None` for anything else.
+/// numeric offset) on the nanosecond clock, or `None` for anything else
+/// and for times beyond that clock (years before 1678 or after 2262).
 pub fn parse_rfc3339(s: &str) -> Option<Nanos> {
+    let (secs, nanos) = rfc3339(s)?;
+    // Go's zero time (year 1) and others outside read as no time.
+    secs.checked_mul(NANOS_PER_SEC)?
+        .checked_add(i64::from(nanos))
+}
+
+/// An RFC 3339 time as Unix seconds and nanoseconds, for any year Go reads.
+pub fn rfc3339(s: &str) -> Option<(i64, u32)> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
         return None;
@@ -84,9 +94,7 @@ pub fn parse_rfc3339(s: &str) -> Option<Nanos> {
         _ => return None,
     };
     let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + sec - offset;
-    // Nanoseconds since 1970 fit years 1678 to 2262; Go's zero time
-    // (year 1) and others outside read as no time.
-    secs.checked_mul(NANOS_PER_SEC)?.checked_add(frac)
+    Some((secs, frac as u32))
 }
 
 /// The current time.
