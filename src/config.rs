@@ -3,6 +3,7 @@
 
 use crate::serve::route::ConsistentReads;
 use crate::store::HistoryLimits;
+use crate::upstream::auth::{ClientCert, Credentials};
 use crate::upstream::credentials::{BearerToken, TokenSource};
 use crate::upstream::kubeconfig;
 use crate::upstream::UpstreamConfig;
@@ -33,6 +34,8 @@ pub struct FileConfig {
     pub context: Option<String>,
     pub token_file: Option<PathBuf>,
     pub ca_file: Option<PathBuf>,
+    pub client_cert_file: Option<PathBuf>,
+    pub client_key_file: Option<PathBuf>,
     pub consistent_reads: Option<ConsistentReads>,
     pub history_capacity: Option<usize>,
     pub history_window_seconds: Option<u64>,
@@ -88,16 +91,45 @@ impl FileConfig {
                     }
                     None => None,
                 };
-                let ca_pem = match &self.ca_file {
-                    Some(f) => Some(
-                        std::fs::read(f)
-                            .map_err(|e| ConfigError::Read(f.display().to_string(), e))?,
-                    ),
-                    None => None,
+                let read = |f: &Option<PathBuf>| match f {
+                    Some(f) => std::fs::read(f)
+                        .map(Some)
+                        .map_err(|e| ConfigError::Read(f.display().to_string(), e)),
+                    None => Ok(None),
                 };
-                UpstreamConfig { url, token, ca_pem }
+                let client_cert =
+                    match (read(&self.client_cert_file)?, read(&self.client_key_file)?) {
+                        (Some(cert_pem), Some(key_pem)) => {
+                            let c = ClientCert { cert_pem, key_pem };
+                            c.certified_key()
+                                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+                            Some(c)
+                        }
+                        (None, None) => None,
+                        _ => {
+                            return Err(ConfigError::Invalid(
+                                "give --client-cert and --client-key together".into(),
+                            ))
+                        }
+                    };
+                UpstreamConfig {
+                    url,
+                    ca_pem: read(&self.ca_file)?,
+                    credentials: Credentials {
+                        token,
+                        client_cert,
+                        exec: None,
+                    },
+                }
             }
-            (None, Some(kc)) => kubeconfig::from_kubeconfig(&kc, self.context.as_deref())?,
+            (None, Some(kc)) => {
+                let c = kubeconfig::from_kubeconfig(&kc, self.context.as_deref())?;
+                if let Some(cert) = &c.credentials.client_cert {
+                    cert.certified_key()
+                        .map_err(|e| ConfigError::Invalid(format!("{}: {e}", kc.display())))?;
+                }
+                c
+            }
             (None, None) => kubeconfig::in_cluster().map_err(|e| {
                 ConfigError::Invalid(format!("no --upstream or --kubeconfig given, and {e}"))
             })?,
@@ -160,7 +192,7 @@ mod tests {
         .into_serve()
         .unwrap();
         assert_eq!(c.upstream.url, "http://127.0.0.1:8080");
-        assert!(c.upstream.token.is_none());
+        assert!(c.upstream.credentials == Default::default());
     }
 
     #[test]

@@ -145,6 +145,12 @@ struct ServeArgs {
     /// A CA bundle for an https --upstream.
     #[arg(long)]
     ca_file: Option<PathBuf>,
+    /// A client certificate (PEM) for an https --upstream, with --client-key.
+    #[arg(long)]
+    client_cert: Option<PathBuf>,
+    /// The client certificate's key (PEM).
+    #[arg(long)]
+    client_key: Option<PathBuf>,
     /// Address to listen on (default 127.0.0.1:8001).
     #[arg(long)]
     listen: Option<String>,
@@ -173,6 +179,8 @@ impl ServeArgs {
         file.context = self.context.or(file.context);
         file.token_file = self.token_file.or(file.token_file);
         file.ca_file = self.ca_file.or(file.ca_file);
+        file.client_cert_file = self.client_cert.or(file.client_cert_file);
+        file.client_key_file = self.client_key.or(file.client_key_file);
         file.listen = self.listen.or(file.listen);
         if let Some(c) = self.consistent_reads {
             file.consistent_reads = Some(if c == "serve-stale" {

@@ -13,6 +13,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use kubecache::upstream::auth::Credentials;
 use kubecache::upstream::credentials::TokenSource;
 use kubecache::upstream::UpstreamConfig;
 use std::convert::Infallible;
@@ -197,8 +198,11 @@ async fn requests_go_up_whole_with_the_proxys_credentials_and_without_hop_header
         let p = ProxyBuilder::new(&up)
             .upstream(UpstreamConfig {
                 url: up.clone(),
-                token: Some(TokenSource::Inline("proxy-token".into())),
                 ca_pem: None,
+                credentials: Credentials {
+                    token: Some(TokenSource::Inline("proxy-token".into())),
+                    ..Credentials::default()
+                },
             })
             .start()
             .await;

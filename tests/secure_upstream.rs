@@ -1,11 +1,15 @@
 //! kubecache in front of the real apiserver's secure port: TLS verified
 //! against the apiserver's CA, the proxy's bearer token read from a file,
-//! and the apiserver's own 401 passed through when the token is wrong.
+//! and the apiserver's own 401 passed through when the token is wrong;
+//! client certificates (EC and RSA keys, files and inline data) and exec
+//! credential plugins (a token replaced after a 401, a client certificate)
+//! from kubeconfigs.
 #![cfg(feature = "real-apiserver")]
 
 mod common;
 
 use common::*;
+use kubecache::upstream::auth::Credentials;
 use kubecache::upstream::credentials::TokenSource;
 use kubecache::upstream::UpstreamConfig;
 use std::path::PathBuf;
@@ -25,8 +29,11 @@ fn secure() -> (String, PathBuf, String) {
 fn config(url: &str, run: &std::path::Path, token: TokenSource) -> UpstreamConfig {
     UpstreamConfig {
         url: url.into(),
-        token: Some(token),
         ca_pem: Some(std::fs::read(run.join("certs/apiserver.crt")).unwrap()),
+        credentials: Credentials {
+            token: Some(token),
+            ..Credentials::default()
+        },
     }
 }
 
@@ -70,6 +77,187 @@ async fn a_wrong_token_gets_the_apiservers_own_401() {
         assert_eq!(s["kind"], "Status");
         assert_eq!(s["reason"], "Unauthorized");
         assert_eq!(s["code"], 401);
+    })
+    .await
+    .expect("timed out");
+}
+
+/// The client certificates .ci/client-certs made, for a CA the apiserver
+/// was started to trust.
+fn client_certs() -> PathBuf {
+    PathBuf::from(
+        std::env::var("KUBECACHE_REAL_APISERVER_CLIENT_CERTS").expect(
+            "KUBECACHE_REAL_APISERVER_CLIENT_CERTS=the folder .ci/client-certs made (see .ci/run)",
+        ),
+    )
+}
+
+/// A kubeconfig for the secure port whose user is `user` (YAML flow), in a
+/// folder of its own; paths in it are relative to that folder.
+fn kubeconfig(name: &str, user: &str) -> UpstreamConfig {
+    let (url, run, _) = secure();
+    let dir = std::env::temp_dir().join(format!("kubecache-kc-{name}-{}", unique_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kc = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n\
+         contexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n\
+         clusters: [{{name: c, cluster: {{server: '{url}', certificate-authority: '{}'}}}}]\n\
+         users: [{{name: u, user: {user}}}]\n",
+        run.join("certs/apiserver.crt").display()
+    );
+    std::fs::write(dir.join("config"), kc).unwrap();
+    // Files the user names, beside it.
+    let certs = client_certs();
+    for f in ["admin-ec", "admin-rsa", "stranger"] {
+        for ext in ["crt", "key"] {
+            std::fs::copy(
+                certs.join(format!("{f}.{ext}")),
+                dir.join(format!("{f}.{ext}")),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(dir.join("token"), std::fs::read(run.join("token")).unwrap()).unwrap();
+    kubecache::upstream::kubeconfig::from_kubeconfig(&dir.join("config"), None).unwrap()
+}
+
+/// Lists namespaces through a proxy with `cfg` upstream.
+async fn namespaces_through(cfg: UpstreamConfig) -> Resp {
+    let p = ProxyBuilder::new(&cfg.url.clone())
+        .upstream(cfg)
+        .start()
+        .await;
+    get(&format!("{}/api/v1/namespaces?resourceVersion=0", p.url)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificates_with_ec_and_rsa_keys_reach_the_secure_port() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        for who in ["admin-ec", "admin-rsa"] {
+            let user = format!("{{client-certificate: {who}.crt, client-key: {who}.key}}");
+            let r = namespaces_through(kubeconfig(who, &user)).await;
+            assert_eq!(r.status, 200, "{who}: {}", r.text());
+            assert_eq!(r.json()["kind"], "NamespaceList");
+        }
+        // Inline data, as kubeadm's admin.conf carries it.
+        use base64::Engine;
+        let b64 = |f: &str| {
+            base64::engine::general_purpose::STANDARD
+                .encode(std::fs::read(client_certs().join(f)).unwrap())
+        };
+        let user = format!(
+            "{{client-certificate-data: {}, client-key-data: {}}}",
+            b64("admin-rsa.crt"),
+            b64("admin-rsa.key")
+        );
+        let r = namespaces_through(kubeconfig("data", &user)).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_of_a_ca_the_apiserver_does_not_trust_gets_its_401() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let user = "{client-certificate: stranger.crt, client-key: stranger.key}";
+        let r = namespaces_through(kubeconfig("stranger", user)).await;
+        assert_eq!(r.status, 401, "{}", r.text());
+        assert_eq!(r.json()["reason"], "Unauthorized");
+    })
+    .await
+    .expect("timed out");
+}
+
+/// A plugin script in its own folder, named in the kubeconfig as
+/// `./plugin`; it can read the files beside it (`token`, the certs).
+fn exec_user(script: &str) -> (String, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("kubecache-plugin-{}", unique_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plugin = dir.join("plugin");
+    std::fs::write(
+        &plugin,
+        format!("#!/bin/sh\ncd \"$(dirname \"$0\")\"\n{script}\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let user = format!(
+        "{{exec: {{apiVersion: client.authentication.k8s.io/v1beta1, command: '{}'}}}}",
+        plugin.display()
+    );
+    (user, dir)
+}
+
+const CREDENTIAL: &str =
+    r#"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_plugins_token_is_replaced_after_the_apiserver_refuses_it() {
+    let (_, run, _) = secure();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // The first run answers a token the apiserver refuses, the later
+        // ones the right one.
+        let (user, dir) = exec_user(&format!(
+            r#"n=$(( $(cat runs 2>/dev/null || echo 0) + 1 )); echo $n > runs
+if [ $n = 1 ]; then t=wrong; else t=$(cat token); fi
+printf '%s{{"token":"%s"}}}}' '{CREDENTIAL}' "$t""#
+        ));
+        std::fs::copy(run.join("token"), dir.join("token")).unwrap();
+        let cfg = kubeconfig("exec-token", &user);
+        let p = ProxyBuilder::new(&cfg.url.clone())
+            .upstream(cfg)
+            .start()
+            .await;
+        // The reflector's first list is refused and relists after a
+        // backoff; the passthrough read below is refused or served,
+        // depending on which came first. In the end every read is served.
+        let mut last = 0;
+        for _ in 0..100 {
+            last = get(&format!("{}/version", p.url)).await.status.as_u16();
+            if last == 200 {
+                break;
+            }
+            assert_eq!(last, 401);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(last, 200);
+        // Discovery, refused at the start, is looked at again when a read
+        // finds its type unknown: the reads after it come from the cache.
+        let mut synced = false;
+        for _ in 0..100 {
+            let r = get(&format!("{}/api/v1/namespaces?resourceVersion=0", p.url)).await;
+            assert_eq!(r.status, 200, "{}", r.text());
+            let ready = get(&format!("{}/readyz?verbose", p.url)).await.text();
+            if ready.contains("[+]informer-sync/v1/namespaces ok") {
+                synced = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(synced, "namespaces never synced");
+        let runs = std::fs::read_to_string(dir.join("runs")).unwrap();
+        assert_eq!(runs.trim(), "2", "the plugin runs again only once refused");
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_plugins_client_certificate_reaches_the_secure_port() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let certs = client_certs();
+        let (user, dir) = exec_user(&format!(
+            r#"pem() {{ awk '{{printf "%s\\n", $0}}' "$1"; }}
+printf '%s{{"clientCertificateData":"%s","clientKeyData":"%s","expirationTimestamp":"2100-01-01T00:00:00Z"}}}}' '{CREDENTIAL}' "$(pem admin-ec.crt)" "$(pem admin-ec.key)""#
+        ));
+        for ext in ["crt", "key"] {
+            let f = format!("admin-ec.{ext}");
+            std::fs::copy(certs.join(&f), dir.join(&f)).unwrap();
+        }
+        let r = namespaces_through(kubeconfig("exec-cert", &user)).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["kind"], "NamespaceList");
     })
     .await
     .expect("timed out");

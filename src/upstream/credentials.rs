@@ -32,7 +32,8 @@ pub struct BearerToken {
 
 const REFRESH: Duration = Duration::from_secs(60);
 
-fn header(token: &str) -> Result<HeaderValue, CredentialsError> {
+/// The `Authorization` value of a bearer token.
+pub fn bearer(token: &str) -> Result<HeaderValue, CredentialsError> {
     let mut v = HeaderValue::from_str(&format!("Bearer {}", token.trim()))
         .map_err(|_| CredentialsError::Invalid)?;
     v.set_sensitive(true);
@@ -45,7 +46,7 @@ fn read(path: &PathBuf) -> Result<HeaderValue, CredentialsError> {
     if raw.trim().is_empty() {
         return Err(CredentialsError::Empty(path.display().to_string()));
     }
-    header(&raw)
+    bearer(&raw)
 }
 
 impl BearerToken {
@@ -55,7 +56,7 @@ impl BearerToken {
 
     pub fn with_refresh(source: &TokenSource, refresh: Duration) -> Result<Self, CredentialsError> {
         let (value, file) = match source {
-            TokenSource::Inline(t) => (header(t)?, None),
+            TokenSource::Inline(t) => (bearer(t)?, None),
             TokenSource::File(p) => (read(p)?, Some(p.clone())),
         };
         Ok(BearerToken {

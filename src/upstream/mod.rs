@@ -1,12 +1,14 @@
 //! The connection to the real apiserver: where it is, how to authenticate,
 //! TLS, and the hyper client every upstream request goes through.
 
+pub mod auth;
 pub mod credentials;
 pub mod discovery;
+pub mod exec;
 pub mod kubeconfig;
 
+use auth::{Auth, Credentials};
 use bytes::Bytes;
-use credentials::{BearerToken, TokenSource};
 use http::{header, Request, Response, StatusCode, Uri};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty};
 use hyper::body::Incoming;
@@ -27,7 +29,7 @@ pub enum UpstreamError {
     #[error("TLS setup: {0}")]
     Tls(String),
     #[error("credentials: {0}")]
-    Credentials(#[from] credentials::CredentialsError),
+    Credentials(#[from] auth::AuthError),
     #[error("connecting to the upstream: {0}")]
     Connect(#[from] hyper_util::client::legacy::Error),
     #[error("reading the upstream's answer: {0}")]
@@ -46,16 +48,22 @@ pub enum UpstreamError {
 #[derive(Debug, Clone, Default)]
 pub struct UpstreamConfig {
     pub url: String,
-    pub token: Option<TokenSource>,
     pub ca_pem: Option<Vec<u8>>,
+    pub credentials: Credentials,
 }
+
+type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
 pub struct Upstream {
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
     base_path: String,
-    token: Option<BearerToken>,
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
+    auth: Arc<Auth>,
+    connector: Connector,
+    /// Replaced, and with it its pool of connections, when an exec plugin
+    /// gives a new client certificate (the certificate's count is kept
+    /// beside it): connections keep the certificate they were made with.
+    client: std::sync::RwLock<(u64, Client<Connector, Body>)>,
     /// Where requests run, if not where they are made (see `on_runtime`).
     runtime: Option<tokio::runtime::Handle>,
 }
@@ -90,6 +98,12 @@ impl http_body::Body for ChannelBody {
 pub fn channel_body(depth: usize) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
     let (tx, rx) = tokio::sync::mpsc::channel(depth);
     (tx, ChannelBody(rx).boxed_unsync())
+}
+
+fn new_client(connector: Connector) -> Client<Connector, Body> {
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(connector)
 }
 
 impl Upstream {
@@ -140,13 +154,14 @@ impl Upstream {
                     .map_err(|e| UpstreamError::Tls(e.to_string()))?;
             }
         }
+        let auth = Auth::shared(&cfg.credentials)?;
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .map_err(|e| UpstreamError::Tls(e.to_string()))?
         .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_client_cert_resolver(auth.certs.clone());
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -156,19 +171,13 @@ impl Upstream {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(connector);
-        let token = match &cfg.token {
-            Some(t) => Some(BearerToken::new(t)?),
-            None => None,
-        };
         Ok(Arc::new(Upstream {
             scheme,
             authority,
             base_path,
-            token,
-            client,
+            auth,
+            client: std::sync::RwLock::new((0, new_client(connector.clone()))),
+            connector,
             runtime,
         }))
     }
@@ -189,11 +198,24 @@ impl Upstream {
 
     /// Sends a request as it is, adding the proxy's own credentials.
     pub async fn send(&self, mut req: Request<Body>) -> Result<Response<Incoming>, UpstreamError> {
-        if let Some(t) = &self.token {
-            req.headers_mut().insert(header::AUTHORIZATION, t.header());
+        let presented = self.auth.present().await?;
+        if let Some(h) = presented.header {
+            req.headers_mut().insert(header::AUTHORIZATION, h);
         }
-        let request = self.client.request(req);
-        Ok(match &self.runtime {
+        let (made_for, mut client) = self
+            .client
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if made_for < presented.certificate {
+            let mut c = self.client.write().unwrap_or_else(|e| e.into_inner());
+            if c.0 < presented.certificate {
+                *c = (presented.certificate, new_client(self.connector.clone()));
+            }
+            client = c.1.clone();
+        }
+        let request = client.request(req);
+        let resp = match &self.runtime {
             // A socket answers to the runtime it was opened on, so the
             // connection is made there, not just its task spawned there.
             Some(rt) => rt
@@ -201,7 +223,11 @@ impl Upstream {
                 .await
                 .map_err(|_| UpstreamError::Stopped)??,
             None => request.await?,
-        })
+        };
+        if resp.status() == StatusCode::UNAUTHORIZED {
+            self.auth.unauthorized(presented.generation);
+        }
+        Ok(resp)
     }
 
     /// A GET the proxy makes for itself (lists, watches, discovery).
