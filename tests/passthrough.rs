@@ -279,3 +279,50 @@ async fn an_unreachable_upstream_is_a_503_status() {
     })
     .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_credential_plugin_is_a_503_that_keeps_its_output_to_the_log() {
+    within(async {
+        let reached = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = reached.clone();
+        let up = fake_upstream(move |_| {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { Response::new(full("{}")) }
+        })
+        .await;
+        let dir = std::env::temp_dir().join(format!("kubecache-failing-{}", unique_suffix()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plugin = dir.join("plugin");
+        std::fs::write(&plugin, "#!/bin/sh\necho 'secret-ish detail' >&2\nexit 1\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let exec = kubecache::upstream::exec::ExecConfig {
+            api_version: "client.authentication.k8s.io/v1beta1".into(),
+            command: plugin,
+            args: vec![],
+            env: vec![],
+            install_hint: None,
+            cluster: None,
+        };
+        let p = ProxyBuilder::new(&up)
+            .upstream(UpstreamConfig {
+                url: up.clone(),
+                ca_pem: None,
+                credentials: Credentials {
+                    exec: Some(exec),
+                    ..Credentials::default()
+                },
+            })
+            .start()
+            .await;
+        let r = get(&format!("{}/version", p.url)).await;
+        assert_eq!(r.status, 503, "{}", r.text());
+        let s = r.json();
+        assert_eq!(s["reason"], "ServiceUnavailable");
+        let message = s["message"].as_str().unwrap();
+        assert!(message.contains("credentials"), "{message}");
+        assert!(!message.contains("secret-ish"), "{message}");
+        assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 0);
+    })
+    .await
+}

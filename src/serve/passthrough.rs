@@ -108,6 +108,13 @@ fn splice_upgrade(
 }
 
 fn unreachable(e: UpstreamError) -> Response<Body> {
+    if let UpstreamError::Credentials(_) = e {
+        // A plugin's output is the operator's to read, not every client's.
+        tracing::warn!(error = %e, "no credentials for the upstream");
+        return super::status_response(&Status::service_unavailable(
+            "kubecache could not get its credentials for the upstream apiserver (see its log)",
+        ));
+    }
     tracing::warn!(error = %e, "upstream unreachable");
     super::status_response(&Status::service_unavailable(format!(
         "the upstream apiserver is unreachable: {e}"
