@@ -155,13 +155,18 @@ impl Upstream {
             }
         }
         let auth = Auth::shared(&cfg.credentials)?;
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .map_err(|e| UpstreamError::Tls(e.to_string()))?
         .with_root_certificates(roots)
         .with_client_cert_resolver(auth.certs.clone());
+        if cfg.credentials.exec.is_some() {
+            // A resumed session keeps the identity of the handshake it
+            // resumes: a plugin's new certificate needs full handshakes.
+            tls.resumption = rustls::client::Resumption::disabled();
+        }
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
