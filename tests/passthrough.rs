@@ -293,9 +293,7 @@ async fn a_failing_credential_plugin_is_a_503_that_keeps_its_output_to_the_log()
         let dir = std::env::temp_dir().join(format!("kubecache-failing-{}", unique_suffix()));
         std::fs::create_dir_all(&dir).unwrap();
         let plugin = dir.join("plugin");
-        std::fs::write(&plugin, "#!/bin/sh\necho 'secret-ish detail' >&2\nexit 1\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_script(&plugin, "echo 'secret-ish detail' >&2\nexit 1");
         let exec = kubecache::upstream::exec::ExecConfig {
             api_version: "client.authentication.k8s.io/v1beta1".into(),
             command: plugin,

@@ -169,19 +169,13 @@ async fn a_certificate_of_a_ca_the_apiserver_does_not_trust_gets_its_401() {
     .expect("timed out");
 }
 
-/// A plugin script in its own folder, named in the kubeconfig as
-/// `./plugin`; it can read the files beside it (`token`, the certs).
+/// A plugin script in its own folder, which it runs in, so that it can
+/// read the files put beside it (`token`, the certificates).
 fn exec_user(script: &str) -> (String, PathBuf) {
     let dir = std::env::temp_dir().join(format!("kubecache-plugin-{}", unique_suffix()));
     std::fs::create_dir_all(&dir).unwrap();
     let plugin = dir.join("plugin");
-    std::fs::write(
-        &plugin,
-        format!("#!/bin/sh\ncd \"$(dirname \"$0\")\"\n{script}\n"),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_script(&plugin, &format!("cd \"$(dirname \"$0\")\"\n{script}"));
     let user = format!(
         "{{exec: {{apiVersion: client.authentication.k8s.io/v1beta1, command: '{}'}}}}",
         plugin.display()

@@ -473,6 +473,13 @@ pub async fn establish(up: &str, body: serde_json::Value) {
     panic!("{name} never became established");
 }
 
+/// Writes an executable shell script (a credential plugin) to `path`.
+pub fn write_script(path: &std::path::Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// A suffix for names no earlier run has used: the process id and the
 /// clock's nanoseconds.
 pub fn unique_suffix() -> String {
