@@ -196,6 +196,28 @@ mod tests {
     }
 
     #[test]
+    fn a_client_certificate_needs_its_key_and_both_must_parse() {
+        let dir = std::env::temp_dir().join(format!("kubecache-cfg-cert-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("garbage.pem"), "not PEM").unwrap();
+        let with = |cert: Option<&str>, key: Option<&str>| {
+            FileConfig {
+                upstream: Some("https://127.0.0.1:6443".into()),
+                client_cert_file: cert.map(|f| dir.join(f)),
+                client_key_file: key.map(|f| dir.join(f)),
+                ..Default::default()
+            }
+            .into_serve()
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(with(Some("garbage.pem"), None).contains("together"));
+        assert!(with(None, Some("garbage.pem")).contains("together"));
+        assert!(with(Some("garbage.pem"), Some("garbage.pem")).contains("client certificate"));
+        assert!(with(Some("missing.pem"), Some("garbage.pem")).contains("missing.pem"));
+    }
+
+    #[test]
     fn bad_values_are_named() {
         let e = FileConfig {
             upstream: Some("ftp://x".into()),
