@@ -62,8 +62,9 @@ pub struct ExecCredential {
     pub expires: Option<SystemTime>,
 }
 
-/// Not expired, nor about to: client-go replaces a credential a little
-/// before its expiry, so that it does not expire in flight.
+/// Not expired, nor about to. client-go waits for the expiry itself; a
+/// proxy's requests include long lists and watches, so it replaces a
+/// credential 10 s early rather than send one that expires in flight.
 pub fn usable(now: SystemTime, expires: Option<SystemTime>) -> bool {
     expires.is_none_or(|t| now + Duration::from_secs(10) < t)
 }
@@ -82,7 +83,22 @@ impl ExecConfig {
             .env("KUBERNETES_EXEC_INFO", self.request())
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true);
-        let out = tokio::time::timeout(TIMEOUT, cmd.output())
+        let output = async {
+            // A plugin being written as it starts (replaced by an update, or
+            // its writer's descriptor held a moment by a process forked
+            // elsewhere) is "text file busy": that passes, so try again.
+            let mut tries = 0;
+            loop {
+                match cmd.output().await {
+                    Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 10 => {
+                        tries += 1;
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    other => return other,
+                }
+            }
+        };
+        let out = tokio::time::timeout(TIMEOUT, output)
             .await
             .map_err(|_| ExecError::Timeout(name.clone(), TIMEOUT))?
             .map_err(|err| ExecError::Start {

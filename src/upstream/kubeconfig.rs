@@ -209,15 +209,16 @@ fn credentials(
         (Some(_), None) => return unsupported("client-certificate is given without client-key"),
         (None, Some(_)) => return unsupported("client-key is given without client-certificate"),
     };
+    // As in client-go, a token or certificate given outright is used, and
+    // the exec plugin beside it is not run.
     let exec = match &u.exec {
-        Some(e) => {
-            if token.is_some() || client_cert.is_some() {
-                return unsupported(
-                    "an exec plugin cannot be combined with a token or a client certificate",
-                );
-            }
-            Some(exec_config(e, base, server, ca_pem)?)
+        Some(_) if token.is_some() || client_cert.is_some() => {
+            tracing::info!(
+                "kubeconfig: a token or client certificate is given; its exec plugin is not run"
+            );
+            None
         }
+        Some(e) => Some(exec_config(e, base, server, ca_pem)?),
         None => None,
     };
     Ok(Credentials {
@@ -420,16 +421,19 @@ users:
             .unwrap();
         assert_eq!(e.command, Path::new("aws-iam-authenticator"));
         assert_eq!(e.cluster, None);
+        // A token given outright wins, and the plugin is not run.
+        let user = "{token: t, exec: {apiVersion: client.authentication.k8s.io/v1, command: x}}";
+        let c = one_user("exec-token", user).unwrap().credentials;
+        assert_eq!(
+            (c.token, c.exec),
+            (Some(TokenSource::Inline("t".into())), None)
+        );
         for (user, words) in [
             ("{exec: {apiVersion: client.authentication.k8s.io/v2, command: x}}", "apiVersion"),
             ("{exec: {apiVersion: client.authentication.k8s.io/v1}}", "command is required"),
             (
                 "{exec: {apiVersion: client.authentication.k8s.io/v1, command: x, interactiveMode: Always}}",
                 "interactiveMode",
-            ),
-            (
-                "{token: t, exec: {apiVersion: client.authentication.k8s.io/v1, command: x}}",
-                "cannot be combined",
             ),
         ] {
             let e = one_user("exec-bad", user).unwrap_err();
