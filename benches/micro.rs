@@ -5,7 +5,7 @@
 //! protobuf lists, continue tokens.
 //! `cargo bench --bench micro`; figures are recorded in the README.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kubecache::encode::json::{self, ListMeta};
 use kubecache::encode::pretty;
 use kubecache::encode::protobuf;
@@ -19,6 +19,7 @@ use kubecache::serve::compress;
 use kubecache::serve::pieces::Pieces;
 use kubecache::sim::{Sim, SimOptions};
 use kubecache::store::page::{read_page, PageRequest};
+use std::hint::black_box;
 use std::sync::Arc;
 
 const PODS: usize = 10_000;

@@ -9,7 +9,7 @@ use crate::store::{EntryError, EventType, ListStyle};
 use crate::upstream::{Upstream, UpstreamError};
 use bytes::{Buf, BytesMut};
 use http_body_util::BodyExt;
-use rand::Rng;
+use rand::RngExt;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -104,7 +104,7 @@ impl Backoff {
     pub fn step(&mut self) -> Duration {
         let base = self.next;
         self.next = (self.next * 2).min(Self::CAP);
-        let jitter = rand::thread_rng().gen_range(0.0..1.0);
+        let jitter = rand::rng().random_range(0.0..1.0);
         base + base.mul_f64(jitter)
     }
 }
@@ -244,7 +244,7 @@ async fn watch(
     backoff: &mut Backoff,
 ) -> Result<Phase, ReflectorError> {
     // A random timeout spreads re-watches like client-go's 5–10 minutes.
-    let timeout = rand::thread_rng().gen_range(300..600);
+    let timeout = rand::rng().random_range(300..600);
     let path = format!(
         "{}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout}",
         tc.rt.gvr.path(None)

@@ -263,7 +263,7 @@ mod tests {
     use crate::encode::json::{self, ListMeta};
     use crate::store::{ListStyle, TypeCodec};
     use flate2::read::GzDecoder;
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     use std::io::Read;
 
     fn codec() -> TypeCodec {
@@ -339,18 +339,18 @@ mod tests {
         let mut stitched = 0;
         for _ in 0..200 {
             // Modify, delete or insert a few objects, as events do.
-            for _ in 0..rng.gen_range(1..6) {
+            for _ in 0..rng.random_range(1..6) {
                 rv += 1;
-                let i = rng.gen_range(0..400);
+                let i = rng.random_range(0..400);
                 let e = pod(&mut g, i, rv);
-                if rng.gen_bool(0.3) {
+                if rng.random_bool(0.3) {
                     all.remove(&e.key);
                 } else {
                     all.insert(e.key.clone(), e);
                 }
             }
             let run: Vec<_> = all.values().cloned().collect();
-            let from = rng.gen_range(0..run.len() / 2);
+            let from = rng.random_range(0..run.len() / 2);
             stitched += check(&pieces, &all, &run).is_some() as usize;
             stitched += check(&pieces, &all, &run[from..]).is_some() as usize;
         }

@@ -18,7 +18,7 @@ use crate::store::{Change, Entry, Event, EventType, Items, Store, TypeCodec, BRO
 use crate::upstream::{channel_body, Body};
 use bytes::Bytes;
 use http::{Response, StatusCode};
-use rand::Rng;
+use rand::RngExt;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -94,7 +94,7 @@ pub struct WatchSpec {
 pub fn timeout(seconds: Option<i64>) -> Duration {
     match seconds {
         Some(s) if s > 0 => Duration::from_secs(s as u64),
-        _ => Duration::from_secs(rand::thread_rng().gen_range(1800..3600)),
+        _ => Duration::from_secs(rand::rng().random_range(1800..3600)),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::managed;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde_json::{json, Value};
 
 pub struct Generator {
@@ -65,7 +65,7 @@ impl Generator {
     }
 
     pub fn uid(&mut self) -> String {
-        let b: [u8; 16] = self.rng.gen();
+        let b: [u8; 16] = self.rng.random();
         format!(
             "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
             u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
@@ -79,12 +79,12 @@ impl Generator {
     fn suffix(&mut self, n: usize) -> String {
         const ALNUM: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
         (0..n)
-            .map(|_| ALNUM[self.rng.gen_range(0..ALNUM.len())] as char)
+            .map(|_| ALNUM[self.rng.random_range(0..ALNUM.len())] as char)
             .collect()
     }
 
     fn ago(&mut self, max_secs: i64) -> String {
-        let back = self.rng.gen_range(60..max_secs.max(61));
+        let back = self.rng.random_range(60..max_secs.max(61));
         rfc3339(self.now - back)
     }
 
@@ -117,7 +117,7 @@ impl Generator {
     /// gave it a pod CIDR.
     pub fn node(&mut self, i: usize) -> Value {
         let name = format!("node-{i:03}");
-        let registered = self.now - self.rng.gen_range(86_400..60 * 86_400);
+        let registered = self.now - self.rng.random_range(86_400..60 * 86_400);
         let mut node = json!({
             "kind": "Node", "apiVersion": "v1",
             "metadata": {
@@ -198,7 +198,7 @@ impl Generator {
     /// A deployment as Helm created it and its controller left it.
     pub fn deployment(&mut self, ns: &str, app: &str) -> Value {
         // Created before its last rollout progressed.
-        let created = rfc3339(self.now - self.rng.gen_range(2 * 86_400..30 * 86_400));
+        let created = rfc3339(self.now - self.rng.random_range(2 * 86_400..30 * 86_400));
         let progressed = self.ago(86_400);
         let mut d = json!({
             "kind": "Deployment", "apiVersion": "apps/v1",
@@ -262,7 +262,7 @@ impl Generator {
         };
         let running = phase == "Running";
         let restarts = if i % 7 == 0 {
-            self.rng.gen_range(1..12)
+            self.rng.random_range(1..12)
         } else {
             0
         };
