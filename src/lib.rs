@@ -6,6 +6,7 @@
 pub mod cache;
 pub mod config;
 pub mod encode;
+pub mod go;
 pub mod metrics;
 pub mod reflector;
 pub mod request;

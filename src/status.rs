@@ -213,7 +213,7 @@ impl Status {
     /// (two spaces), no trailing newline.
     pub fn to_indented_bytes(&self) -> Bytes {
         let v = serde_json::to_vec_pretty(self).expect("Status always serializes");
-        Bytes::from(crate::encode::json::go_escape(&v))
+        Bytes::from(crate::go::json::escape(&v))
     }
 
     /// The body as the apiserver writes it for a protobuf client: the
@@ -229,7 +229,7 @@ impl Status {
     /// The body exactly as the apiserver writes it: compact JSON and a newline.
     pub fn to_bytes(&self) -> Bytes {
         let v = serde_json::to_vec(self).expect("Status always serializes");
-        let mut v = crate::encode::json::go_escape(&v);
+        let mut v = crate::go::json::escape(&v);
         v.push(b'\n');
         Bytes::from(v)
     }

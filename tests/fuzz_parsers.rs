@@ -381,7 +381,7 @@ proptest! {
         any::<String>(),
         r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{0,12})?(Z|[+-][0-9]{2}:[0-9]{2})",
     ]) {
-        use kubecache::encode::table::time;
+        use kubecache::go::time;
         if let Some(t) = time::parse_rfc3339(&s) {
             let _ = time::human_duration(time::now().saturating_sub(t));
         }

@@ -110,7 +110,7 @@ fn reencode(raw: &str, change: impl FnOnce(&mut ObjectMeta)) -> Option<Bytes> {
     let mut meta = serde_json::from_str::<ObjectMeta>(raw).ok()?;
     change(&mut meta);
     let v = serde_json::to_vec(&meta).ok()?;
-    Some(Bytes::from(super::json::go_escape(&v)))
+    Some(Bytes::from(crate::go::json::escape(&v)))
 }
 
 /// Annotations a versioned object carries for fields its internal form

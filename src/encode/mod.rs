@@ -8,7 +8,6 @@ pub mod pretty;
 pub mod protobuf;
 pub mod recycle;
 pub mod table;
-pub mod time;
 
 use crate::request::accept::MetaVersion;
 use crate::store::{Entry, TypeCodec};

@@ -81,7 +81,7 @@ pub fn parse(header: &str) -> Vec<Clause> {
             if key == "q" {
                 // strconv.ParseFloat(s, 32): an error leaves 0, still a
                 // clause the server may pick.
-                clause.q = parse_go_float32(value);
+                clause.q = crate::go::strconv::parse_float32(value);
             } else {
                 let value = trim_spaces(value).to_string();
                 match clause.params.iter_mut().find(|(k, _)| k == key) {
@@ -97,13 +97,6 @@ pub fn parse(header: &str) -> Vec<Clause> {
     // gives the same order for every header tried against the apiserver.
     insertion_sort(&mut out);
     out
-}
-
-/// Go's `ParseFloat(s, 32)`: the float32 value, ±Inf when out of range,
-/// 0 on a syntax error. Rust's grammar is Go's but for hex floats and
-/// underscores, which no q-value uses.
-fn parse_go_float32(s: &str) -> f64 {
-    s.parse::<f32>().map(f64::from).unwrap_or(0.0)
 }
 
 /// goautoneg's Less: higher q first, then concrete types before wildcards.

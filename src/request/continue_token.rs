@@ -47,7 +47,7 @@ impl ContinueToken {
     }
 
     pub fn encode(&self) -> String {
-        let json = crate::encode::json::go_string(&self.start);
+        let json = crate::go::json::string(&self.start);
         let body = format!(
             "{{\"v\":\"meta.k8s.io/v1\",\"rv\":{},\"start\":{json}}}",
             self.rv
@@ -59,9 +59,9 @@ impl ContinueToken {
     pub fn decode(token: &str) -> Result<Self, InvalidToken> {
         let data = GO_RAW_URL
             .decode(token)
-            .map_err(|e| InvalidToken(go_base64_error(token, e)))?;
-        let wire: Wire =
-            serde_json::from_slice(&data).map_err(|e| InvalidToken(go_json_error(&data, e)))?;
+            .map_err(|e| InvalidToken(crate::go::base64::error(token, e)))?;
+        let wire: Wire = serde_json::from_slice(&data)
+            .map_err(|e| InvalidToken(crate::go::json::syntax_error(&data, e)))?;
         if wire.v != "meta.k8s.io/v1" {
             return Err(InvalidToken(format!(
                 "server does not recognize this encoded version \"{}\"",
@@ -85,7 +85,7 @@ impl ContinueToken {
         } else {
             format!("/{}", wire.start)
         };
-        if clean_path(&key) != key {
+        if crate::go::path::clean(&key) != key {
             return Err(InvalidToken(wire.start));
         }
         Ok(ContinueToken {
@@ -93,81 +93,6 @@ impl ContinueToken {
             start: key[1..].to_string(),
         })
     }
-}
-
-/// Go's base64 errors read "illegal base64 data at input byte N".
-fn go_base64_error(token: &str, e: base64::DecodeError) -> String {
-    let at = match e {
-        base64::DecodeError::InvalidByte(i, _) => i,
-        base64::DecodeError::InvalidLastSymbol(i, _) => i,
-        _ => token.len().saturating_sub(1),
-    };
-    format!("illegal base64 data at input byte {at}")
-}
-
-/// Go's `encoding/json` wording for the errors a garbage token hits first.
-fn go_json_error(data: &[u8], e: serde_json::Error) -> String {
-    let first = data.iter().copied().find(|b| !b.is_ascii_whitespace());
-    match first {
-        None => "unexpected end of JSON input".into(),
-        Some(c)
-            if !matches!(
-                c,
-                b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
-            ) =>
-        {
-            format!(
-                "invalid character {} looking for beginning of value",
-                go_quote_char(c)
-            )
-        }
-        _ if e.is_eof() => "unexpected end of JSON input".into(),
-        _ => e.to_string(),
-    }
-}
-
-/// Go's `quoteChar`: the byte as a rune, quoted, in single quotes.
-fn go_quote_char(c: u8) -> String {
-    match c {
-        b'\'' => "'\\''".into(),
-        b'"' => "'\"'".into(),
-        _ => {
-            let ch = char::from(c);
-            if ch.is_ascii_graphic() || ch == ' ' {
-                format!("'{ch}'")
-            } else if (c as u32) < 0x20 || c == 0x7f {
-                match c {
-                    b'\n' => "'\\n'".into(),
-                    b'\r' => "'\\r'".into(),
-                    b'\t' => "'\\t'".into(),
-                    0x07 => "'\\a'".into(),
-                    0x08 => "'\\b'".into(),
-                    0x0c => "'\\f'".into(),
-                    0x0b => "'\\v'".into(),
-                    _ => format!("'\\x{c:02x}'"),
-                }
-            } else if (0x80..0xa0).contains(&c) || c == 0xad {
-                format!("'\\u{:04x}'", c as u32)
-            } else {
-                format!("'{ch}'")
-            }
-        }
-    }
-}
-
-/// Go's `path.Clean` for absolute paths.
-fn clean_path(p: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    format!("/{}", parts.join("/"))
 }
 
 #[cfg(test)]

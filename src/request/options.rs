@@ -27,15 +27,6 @@ pub struct ListOptions {
     pub unparsed: Vec<String>,
 }
 
-/// Go's `strconv.ParseBool`.
-fn parse_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
 /// Go's `isPrettyPrint`: a non-empty `pretty` in the query decides (true
 /// only as `strconv.ParseBool` reads true, so `pretty=yes` is compact even
 /// for curl); without one, curl, Wget and browsers get indented JSON. The
@@ -58,7 +49,7 @@ pub fn pretty_print(query: Option<&str>, user_agent: Option<&str>) -> bool {
                 (decoded(k) == "pretty").then(|| decoded(v))
             });
         if let Some(v) = value.filter(|v| !v.is_empty()) {
-            return parse_bool(&v) == Some(true);
+            return crate::go::strconv::parse_bool(&v) == Some(true);
         }
     }
     user_agent.is_some_and(|ua| {
@@ -89,15 +80,15 @@ impl ListOptions {
                 "includeObject" => o.include_object = Some(v),
                 "labelSelector" => o.label_selector = v,
                 "fieldSelector" => o.field_selector = v,
-                "watch" => match parse_bool(&v) {
+                "watch" => match crate::go::strconv::parse_bool(&v) {
                     Some(b) => o.watch = b,
                     None => o.unparsed.push(k.into()),
                 },
-                "allowWatchBookmarks" => match parse_bool(&v) {
+                "allowWatchBookmarks" => match crate::go::strconv::parse_bool(&v) {
                     Some(b) => o.allow_watch_bookmarks = b,
                     None => o.unparsed.push(k.into()),
                 },
-                "sendInitialEvents" => match parse_bool(&v) {
+                "sendInitialEvents" => match crate::go::strconv::parse_bool(&v) {
                     Some(b) => o.send_initial_events = Some(b),
                     None => o.unparsed.push(k.into()),
                 },

@@ -187,7 +187,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                     out,
                 };
                 let generation = match repr {
-                    Repr::Table(_) => crate::encode::table::time::now() / 1_000_000_000,
+                    Repr::Table(_) => crate::go::time::now() / 1_000_000_000,
                     _ if stitchable => tc.pieces.fills() as i64,
                     _ => 0,
                 };

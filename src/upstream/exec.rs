@@ -206,7 +206,7 @@ impl ExecConfig {
 
 /// An RFC 3339 time, as Go's time.RFC3339 reads it.
 fn parse_rfc3339(s: &str) -> Option<SystemTime> {
-    let (secs, nanos) = crate::encode::time::rfc3339(s)?;
+    let (secs, nanos) = crate::go::time::rfc3339(s)?;
     let secs = u64::try_from(secs).ok()?;
     Some(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
 }

@@ -10,7 +10,7 @@
 
 use super::schema::{Card, Field, Message, Route, Schema, Type, Union};
 use super::wire;
-use crate::encode::time::rfc3339;
+use crate::go::time::rfc3339;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use std::borrow::Cow;

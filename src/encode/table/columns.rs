@@ -4,7 +4,7 @@
 //! `columns.py`, and names the built-in resources served by the default
 //! convertor.
 
-use super::super::json::go_string;
+use crate::go::json::string as go_string;
 use bytes::Bytes;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};

@@ -9,11 +9,12 @@
 pub mod columns;
 pub mod jsonpath;
 pub mod printers;
-pub use super::time;
+pub use crate::go::time;
 
-use super::json::{go_string, list_meta, ListMeta};
+use super::json::{list_meta, ListMeta};
 use super::meta::put_partial;
 use super::recycle;
+use crate::go::json::{float as go_float, string as go_string};
 use crate::request::accept::MetaVersion;
 use crate::store::{Entry, ListStyle, TypeCodec};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -200,26 +201,6 @@ impl RowBuilder {
             parts: self.parts.into_boxed_slice(),
         }
     }
-}
-
-/// Go's `encoding/json` float64 format: shortest representation, plain
-/// between 1e-6 and 1e21, exponent form outside, its exponent as strconv
-/// writes it but for a negative one's leading zero (`1e+21`, `1e-7`).
-pub fn go_float(f: f64) -> String {
-    if !f.is_finite() {
-        // Go refuses to encode these; the apiserver never has them.
-        return "null".into();
-    }
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let s = format!("{f:e}");
-        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        return match exp.strip_prefix('-') {
-            Some(digits) => format!("{mant}e-{digits}"),
-            None => format!("{mant}e+{exp:0>2}"),
-        };
-    }
-    format!("{f}")
 }
 
 /// A Table request: its version, what rows carry, and the printer.
@@ -421,22 +402,6 @@ impl TableSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_floats_switch_to_exponents_outside_1e_minus_6_to_1e21() {
-        assert_eq!(go_float(0.0), "0");
-        assert_eq!(go_float(1.5), "1.5");
-        assert_eq!(go_float(3.0), "3");
-        assert_eq!(go_float(-2.25), "-2.25");
-        assert_eq!(go_float(1e20), "100000000000000000000");
-        assert_eq!(go_float(1e21), "1e+21");
-        assert_eq!(go_float(1e-7), "1e-7");
-        assert_eq!(go_float(-2e-7), "-2e-7");
-        assert_eq!(go_float(3.5e-8), "3.5e-8");
-        assert_eq!(go_float(1.5e300), "1.5e+300");
-        assert_eq!(go_float(0.000001), "0.000001");
-        assert_eq!(go_float(1.25e-10), "1.25e-10");
-    }
 
     #[test]
     fn rows_encode_cells_as_go_does_and_fill_in_ages_when_served() {

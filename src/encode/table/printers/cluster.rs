@@ -125,28 +125,13 @@ fn events_event(e: &Value, r: &mut RowBuilder) {
     event(e, &EVENTS, r);
 }
 
-/// Go's `strings.ToLower`: each rune to its one lower-case rune.
-pub(super) fn go_lower(v: &str) -> String {
-    v.chars()
-        .map(|c| {
-            let mut l = c.to_lowercase();
-            match (l.next(), l.next()) {
-                (Some(one), None) => one,
-                // U+0130 lower-cases to "i̇" in Rust, to 'i' in Go.
-                _ if c == '\u{130}' => 'i',
-                _ => c,
-            }
-        })
-        .collect()
-}
-
 /// `printEvent`: Last Seen from the series, the last timestamp or the
 /// first; First Seen from the first timestamp or the event time; the
 /// count (a series counts its first event too; a singleton counts 1).
 fn event(e: &Value, f: &EventFields, r: &mut RowBuilder) {
     let time = |v: Option<&Value>| {
         v.and_then(Value::as_str)
-            .and_then(super::super::time::parse_rfc3339)
+            .and_then(crate::go::time::parse_rfc3339)
     };
     let first = match set(e, &[f.first_timestamp]) {
         Some(t) => time(Some(t)),
@@ -165,7 +150,7 @@ fn event(e: &Value, f: &EventFields, r: &mut RowBuilder) {
     }
     let obj = at(e, &[f.involved_object]);
     let field = |k| obj.map_or("", |o| s(o, &[k]));
-    let kind = go_lower(field("kind"));
+    let kind = crate::go::strings::to_lower(field("kind"));
     let target = if field("name").is_empty() {
         kind
     } else {
@@ -207,7 +192,6 @@ fn lease(l: &Value, r: &mut RowBuilder) {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{cells, check};
-    use super::go_lower;
     use serde_json::json;
 
     const NOW: &str = "2026-01-01T01:00:00Z";
@@ -333,12 +317,6 @@ mod tests {
             e,
             r#""cells":["5m","Normal","R","deployment/d","","c, i","n","10m",2,"e2"]"#,
         );
-    }
-
-    #[test]
-    fn kinds_lower_case_rune_by_rune() {
-        assert_eq!(go_lower("ReplicaSet"), "replicaset");
-        assert_eq!(go_lower("\u{130}X"), "ix");
     }
 
     #[test]

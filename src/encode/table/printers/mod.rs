@@ -295,7 +295,7 @@ pub(crate) mod test_support {
     /// The row a built-in printer makes of an object, cells as JSON, at `now`.
     pub fn cells(gvr: (&str, &str, &str), obj: Value, now: &str) -> String {
         let p = Printer::builtin(gvr.0, gvr.1, gvr.2).expect("a printer");
-        let now = super::super::time::parse_rfc3339(now).unwrap();
+        let now = crate::go::time::parse_rfc3339(now).unwrap();
         p.row_of(&obj).to_json(now)
     }
 
@@ -371,7 +371,7 @@ mod tests {
         let names: Vec<_> = cols.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["Name", "Age"]);
         let obj = json!({"metadata": {"name": "w", "creationTimestamp": "2026-01-01T00:00:00Z"}});
-        let now = super::super::time::parse_rfc3339("2026-01-01T00:01:00Z").unwrap();
+        let now = crate::go::time::parse_rfc3339("2026-01-01T00:01:00Z").unwrap();
         assert_eq!(p.row_of(&obj).to_json(now), r#""cells":["w","60s"]"#);
     }
 }

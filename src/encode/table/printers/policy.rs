@@ -4,7 +4,6 @@
 //! templates, resource quotas, webhook configurations and certificate
 //! signing requests.
 
-use super::cluster::go_lower;
 use super::workloads::{format_label_selector, format_labels};
 use super::{arr, at, count, created, int, name, s, RowFn};
 use crate::encode::table::RowBuilder;
@@ -144,8 +143,8 @@ fn controller_revision(c: &Value, r: &mut RowBuilder) {
                 let n = s(o, &["name"]);
                 match (group, kind) {
                     ("", "") => n.to_string(),
-                    ("", k) => format!("{}/{n}", go_lower(k)),
-                    (g, k) => format!("{}/{n}", go_lower(&format!("{k}.{g}"))),
+                    ("", k) => format!("{}/{n}", crate::go::strings::to_lower(k)),
+                    (g, k) => format!("{}/{n}", crate::go::strings::to_lower(&format!("{k}.{g}"))),
                 }
             },
         );

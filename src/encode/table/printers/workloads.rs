@@ -3,8 +3,8 @@
 //! replication controllers.
 
 use super::{arr, at, count, created, int, name, s, RowFn};
-use crate::encode::table::time::{human_duration, parse_rfc3339};
 use crate::encode::table::RowBuilder;
+use crate::go::time::{human_duration, parse_rfc3339};
 use serde_json::Value;
 
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {
