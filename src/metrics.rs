@@ -1,8 +1,7 @@
 //! Every metric kubecache exports, declared in one place. Names follow
-//! kube-apiserver's where the meaning matches; label values come from enums.
+//! kube-apiserver's where the meaning matches; label values come from enums
+//! or fixed strings. A leaf: it knows nothing of the modules that count.
 
-use crate::reflector::ReflectorError;
-use crate::store::EventType;
 use metrics::{counter, gauge};
 
 /// Who answered a request.
@@ -23,70 +22,11 @@ impl ServedBy {
     }
 }
 
-/// The apiserver's request verbs (its `verb` label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verb {
-    Get,
-    List,
-    Watch,
-    Post,
-    Put,
-    Patch,
-    Delete,
-    DeleteCollection,
-    /// Anything else, e.g. non-resource paths.
-    Other,
-}
-
-impl Verb {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verb::Get => "GET",
-            Verb::List => "LIST",
-            Verb::Watch => "WATCH",
-            Verb::Post => "POST",
-            Verb::Put => "PUT",
-            Verb::Patch => "PATCH",
-            Verb::Delete => "DELETE",
-            Verb::DeleteCollection => "DELETECOLLECTION",
-            Verb::Other => "OTHER",
-        }
-    }
-
-    /// The verb of a request as the apiserver's RequestInfo names it: a
-    /// read of a collection is a LIST, or a WATCH with `watch`; a legacy
-    /// `/watch/` path is always a WATCH.
-    pub fn of(
-        method: &http::Method,
-        path: Option<&crate::request::ResourcePath>,
-        watch: bool,
-    ) -> Verb {
-        use http::Method;
-        let Some(p) = path else {
-            return Verb::Other;
-        };
-        let named = p.name.is_some();
-        match *method {
-            Method::GET | Method::HEAD if p.legacy_watch => Verb::Watch,
-            // `?watch` on a named object is still a get to the apiserver.
-            Method::GET | Method::HEAD if named => Verb::Get,
-            Method::GET | Method::HEAD if watch => Verb::Watch,
-            Method::GET | Method::HEAD => Verb::List,
-            Method::POST => Verb::Post,
-            Method::PUT => Verb::Put,
-            Method::PATCH => Verb::Patch,
-            Method::DELETE if named => Verb::Delete,
-            Method::DELETE => Verb::DeleteCollection,
-            _ => Verb::Other,
-        }
-    }
-}
-
 /// `apiserver_request_total`, with `served_by` telling cache from upstream.
-pub fn request(verb: Verb, resource: &str, code: u16, served_by: ServedBy) {
+pub fn request(verb: &'static str, resource: &str, code: u16, served_by: ServedBy) {
     counter!(
         "apiserver_request_total",
-        "verb" => verb.as_str(),
+        "verb" => verb,
         "resource" => resource.to_string(),
         "code" => code.to_string(),
         "served_by" => served_by.as_str()
@@ -144,11 +84,13 @@ pub fn gzip_list(how: GzipHow) {
     counter!("kubecache_gzip_list_bodies_total", "how" => how).increment(1);
 }
 
-pub fn watch_event(resource: &str, kind: EventType) {
+/// An event the cache received; `kind` is the watch event's type
+/// (`ADDED`, `MODIFIED`, `DELETED`).
+pub fn watch_event(resource: &str, kind: &'static str) {
     counter!(
         "apiserver_watch_cache_events_received_total",
         "resource" => resource.to_string(),
-        "type" => kind.as_str()
+        "type" => kind
     )
     .increment(1);
 }
@@ -171,19 +113,9 @@ pub fn cache_size(resource: &str, objects: usize, bytes: usize, history: usize) 
         .set(history as f64);
 }
 
-pub fn reflector_error(resource: &str, e: &ReflectorError) {
-    let phase = match e {
-        ReflectorError::List(_)
-        | ReflectorError::ListDecode(_)
-        | ReflectorError::ListShape
-        | ReflectorError::ListExpired
-        | ReflectorError::ListStalled(_) => "list",
-        ReflectorError::Watch(_)
-        | ReflectorError::WatchStalled(_)
-        | ReflectorError::WatchDecode(_)
-        | ReflectorError::Apply(_) => "watch",
-        ReflectorError::WatchExpired(_) => "expired",
-    };
+/// A reflector error; `phase` is where it happened: `list`, `watch`, or
+/// `expired` (the upstream's 410).
+pub fn reflector_error(resource: &str, phase: &'static str) {
     counter!("kubecache_reflector_errors_total", "resource" => resource.to_string(), "phase" => phase)
         .increment(1);
 }
@@ -192,36 +124,4 @@ pub fn reflector_error(resource: &str, e: &ReflectorError) {
 pub fn watcher_terminated(resource: &str) {
     counter!("apiserver_terminated_watchers_total", "resource" => resource.to_string())
         .increment(1);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::request::ResourcePath;
-    use http::Method;
-
-    fn verb(method: Method, path: &str, watch: bool) -> &'static str {
-        Verb::of(&method, ResourcePath::parse(path).as_ref(), watch).as_str()
-    }
-
-    #[test]
-    fn verbs_are_named_as_the_apiservers_request_info_names_them() {
-        let cms = "/api/v1/namespaces/a/configmaps";
-        assert_eq!(verb(Method::GET, cms, false), "LIST");
-        assert_eq!(verb(Method::GET, cms, true), "WATCH");
-        assert_eq!(verb(Method::GET, &format!("{cms}/x"), false), "GET");
-        assert_eq!(verb(Method::GET, &format!("{cms}/x"), true), "GET");
-        assert_eq!(
-            verb(
-                Method::GET,
-                "/api/v1/watch/namespaces/a/configmaps/x",
-                false
-            ),
-            "WATCH"
-        );
-        assert_eq!(verb(Method::DELETE, &format!("{cms}/x"), false), "DELETE");
-        assert_eq!(verb(Method::DELETE, cms, false), "DELETECOLLECTION");
-        assert_eq!(verb(Method::POST, cms, false), "POST");
-        assert_eq!(verb(Method::GET, "/version", false), "OTHER");
-    }
 }

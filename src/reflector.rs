@@ -54,6 +54,24 @@ pub enum ReflectorError {
     Apply(#[from] crate::store::StoreError),
 }
 
+impl ReflectorError {
+    /// Where it happened, as the errors metric labels it.
+    pub fn phase(&self) -> &'static str {
+        match self {
+            ReflectorError::List(_)
+            | ReflectorError::ListDecode(_)
+            | ReflectorError::ListShape
+            | ReflectorError::ListExpired
+            | ReflectorError::ListStalled(_) => "list",
+            ReflectorError::Watch(_)
+            | ReflectorError::WatchStalled(_)
+            | ReflectorError::WatchDecode(_)
+            | ReflectorError::Apply(_) => "watch",
+            ReflectorError::WatchExpired(_) => "expired",
+        }
+    }
+}
+
 /// How long the reflector waits on a silent upstream.
 #[derive(Debug, Clone, Copy)]
 pub struct ReflectorConfig {
@@ -157,7 +175,7 @@ pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>, cfg: ReflectorConfig) {
                 phase = p;
             }
             Err(e) => {
-                metrics::reflector_error(&resource, &e);
+                metrics::reflector_error(&resource, e.phase());
                 tc.stats.errors.fetch_add(1, Ordering::Relaxed);
                 let relist = match &e {
                     ReflectorError::WatchExpired(_) | ReflectorError::ListExpired => {
@@ -360,7 +378,7 @@ fn apply_event(
         .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
     let rv = entry.rv;
     tc.store.apply(kind, Arc::new(entry))?;
-    metrics::watch_event(resource, kind);
+    metrics::watch_event(resource, kind.as_str());
     let (objects, bytes) = tc.store.size();
     metrics::cache_size(resource, objects, bytes, tc.store.history_len());
     Ok(rv)

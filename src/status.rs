@@ -216,16 +216,6 @@ impl Status {
         Bytes::from(crate::go::json::escape(&v))
     }
 
-    /// The body as the apiserver writes it for a protobuf client: the
-    /// Status message in the protobuf serializer's envelope.
-    pub fn to_protobuf(&self) -> Bytes {
-        let v = serde_json::to_vec(self).expect("Status always serializes");
-        // Every field of a Status has a number in metav1.Status.
-        let m = crate::encode::protobuf::object("v1", "Status", &v)
-            .expect("a Status always transcodes");
-        Bytes::from(m)
-    }
-
     /// The body exactly as the apiserver writes it: compact JSON and a newline.
     pub fn to_bytes(&self) -> Bytes {
         let v = serde_json::to_vec(self).expect("Status always serializes");
@@ -257,33 +247,6 @@ pub fn qualified_resource(group: &str, resource: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_kind_of_status_is_written_as_protobuf() {
-        let cause = Cause {
-            reason: "FieldValueInvalid".into(),
-            message: "bad".into(),
-            field: "spec".into(),
-        };
-        let mut expired = Status::expired("too old");
-        expired.metadata.continue_token = Some("abc".into());
-        for s in [
-            Status::bad_request("x"),
-            Status::not_found("apps", "deployments", "d"),
-            Status::conflict_because("", "pods", "p", "changed"),
-            Status::invalid("", "Pod", "p", vec![cause]),
-            Status::too_large_resource_version(9, 3),
-            Status::internal("boom"),
-            Status::no_acceptable_route(),
-            expired,
-        ] {
-            let b = s.to_protobuf();
-            assert!(
-                b.starts_with(b"k8s\0\x0a\x0c\x0a\x02v1\x12\x06Status"),
-                "{s:?}"
-            );
-        }
-    }
 
     #[test]
     fn messages_are_escaped_as_go_escapes_them() {

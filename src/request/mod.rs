@@ -7,7 +7,9 @@ pub mod accept;
 pub mod continue_token;
 pub mod options;
 pub mod path;
+pub mod verb;
 
 pub use continue_token::ContinueToken;
 pub use options::{ListOptions, ReadMode};
 pub use path::ResourcePath;
+pub use verb::Verb;

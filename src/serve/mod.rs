@@ -98,7 +98,7 @@ pub fn negotiated_error(
 ) -> Response<Body> {
     match accept::negotiate(accept, errors) {
         Some(n) if n.media == accept::Media::Protobuf => {
-            let mut r = status_body_response(s, s.to_protobuf());
+            let mut r = status_body_response(s, crate::encode::protobuf::status(s));
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(crate::encode::protobuf::CONTENT_TYPE),
@@ -141,7 +141,7 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
     );
     let rp = crate::request::ResourcePath::parse(&path);
     let watch = crate::request::ListOptions::parse(req.uri().query()).watch;
-    let verb = metrics::Verb::of(req.method(), rp.as_ref(), watch);
+    let verb = crate::request::Verb::of(req.method(), rp.as_ref(), watch).as_str();
     let resource = rp.map(|p| p.resource).unwrap_or_default();
     let pretty = route::pretty_print(req.uri().query(), req.headers());
     match decision {
@@ -184,7 +184,7 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
 async fn forward(
     state: &ServeState,
     req: Request<Incoming>,
-    verb: metrics::Verb,
+    verb: &'static str,
     resource: &str,
 ) -> Response<Body> {
     let resp = passthrough::forward(&state.forward, req).await;

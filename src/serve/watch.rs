@@ -201,7 +201,7 @@ fn error_line(repr: &Repr, status: &Status) -> Bytes {
     // The Status without its trailing newline is the event's object.
     let json = &json[..json.len() - 1];
     match repr {
-        Repr::Protobuf(_) => repr.event("ERROR", &status.to_protobuf()),
+        Repr::Protobuf(_) => repr.event("ERROR", &crate::encode::protobuf::status(status)),
         _ => repr.event("ERROR", json),
     }
 }

@@ -133,6 +133,15 @@ pub fn partial_message(meta: &[u8]) -> Result<Vec<u8>, TranscodeError> {
     Ok(out)
 }
 
+/// A `Status` as the apiserver writes it for a protobuf client: the
+/// Status message in the serializer's envelope.
+pub fn status(s: &crate::status::Status) -> Bytes {
+    // Every field of a Status has a number in metav1.Status.
+    let json = serde_json::to_vec(s).expect("a Status always serializes");
+    let m = object("v1", "Status", &json).expect("a Status always transcodes");
+    Bytes::from(m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +171,32 @@ mod tests {
         ]
         .concat();
         assert_eq!(&b[..], &expect[..]);
+    }
+
+    #[test]
+    fn every_kind_of_status_is_written_as_protobuf() {
+        let cause = crate::status::Cause {
+            reason: "FieldValueInvalid".into(),
+            message: "bad".into(),
+            field: "spec".into(),
+        };
+        let mut expired = crate::status::Status::expired("too old");
+        expired.metadata.continue_token = Some("abc".into());
+        for s in [
+            crate::status::Status::bad_request("x"),
+            crate::status::Status::not_found("apps", "deployments", "d"),
+            crate::status::Status::conflict_because("", "pods", "p", "changed"),
+            crate::status::Status::invalid("", "Pod", "p", vec![cause]),
+            crate::status::Status::too_large_resource_version(9, 3),
+            crate::status::Status::internal("boom"),
+            crate::status::Status::no_acceptable_route(),
+            expired,
+        ] {
+            let b = status(&s);
+            assert!(
+                b.starts_with(b"k8s\0\x0a\x0c\x0a\x02v1\x12\x06Status"),
+                "{s:?}"
+            );
+        }
     }
 }
