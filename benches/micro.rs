@@ -6,10 +6,12 @@
 //! `cargo bench --bench micro`; figures are recorded in the README.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use kubecache::encode::json::{self, ListMeta};
+use kubecache::encode::json;
+use kubecache::encode::list_meta::ListMeta;
 use kubecache::encode::pretty;
+use kubecache::encode::print::Printer;
 use kubecache::encode::protobuf;
-use kubecache::encode::table::{Include, Printer, TableSpec};
+use kubecache::encode::table::{Include, TableSpec};
 use kubecache::encode::Repr;
 use kubecache::request::accept::MetaVersion;
 use kubecache::request::ContinueToken;

@@ -4,11 +4,12 @@
 //! connections run on the cache's own runtime, apart from the one serving
 //! clients.
 
-use crate::encode::table::Printer;
+use crate::encode::codec::{ListStyle, Store, TypeCodec};
+use crate::encode::print::Printer;
 use crate::reflector::{self, ReflectorConfig, ReflectorStats};
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::serve::bodies::{BodyCache, Budget};
-use crate::store::{HistoryLimits, ListStyle, Store, TypeCodec};
+use crate::store::HistoryLimits;
 use crate::upstream::discovery::Discovery;
 use crate::upstream::{Upstream, UpstreamConfig, UpstreamError};
 use dashmap::DashMap;

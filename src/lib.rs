@@ -6,6 +6,8 @@
 pub mod cache;
 pub mod config;
 pub mod encode;
+#[cfg(test)]
+mod fixtures;
 pub mod go;
 pub mod metrics;
 pub mod reflector;

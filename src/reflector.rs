@@ -4,8 +4,9 @@
 //! client-go's reflector.
 
 use crate::cache::TypeCache;
+use crate::encode::codec::{DecodeError, ListStyle, TypeCodec};
 use crate::metrics;
-use crate::store::{EntryError, EventType, ListStyle};
+use crate::store::EventType;
 use crate::upstream::{Upstream, UpstreamError};
 use bytes::{Buf, BytesMut};
 use http_body_util::BodyExt;
@@ -35,7 +36,7 @@ pub enum ReflectorError {
     #[error("list: {0}")]
     List(UpstreamError),
     #[error("list: {0}")]
-    ListDecode(EntryError),
+    ListDecode(DecodeError),
     #[error("list: the upstream's body is neither a typed nor an unstructured list")]
     ListShape,
     #[error("list: continue token expired")]
@@ -338,7 +339,7 @@ async fn watch(
 
 fn apply_event(
     tc: &TypeCache,
-    codec: &crate::store::TypeCodec,
+    codec: &TypeCodec,
     resource: &str,
     line: &[u8],
     last: u64,

@@ -4,10 +4,10 @@
 //! and what they accept behaves. proptest on stable Rust stands in for
 //! cargo-fuzz, which needs a nightly toolchain this project cannot assume.
 
+use kubecache::encode::codec::{ListStyle, TypeCodec};
 use kubecache::request::{ContinueToken, ListOptions, ResourcePath};
 use kubecache::selector::field::FieldRules;
 use kubecache::selector::{FieldSelector, LabelSelector};
-use kubecache::store::{ListStyle, TypeCodec};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -325,9 +325,9 @@ proptest! {
 
     #[test]
     fn every_printer_prints_any_object_without_panicking(obj in object_like()) {
-        use kubecache::encode::table::Printer;
+        use kubecache::encode::print::Printer;
         let file: serde_json::Value =
-            serde_json::from_str(include_str!("../src/encode/table/columns.json")).unwrap();
+            serde_json::from_str(include_str!("../src/encode/print/columns.json")).unwrap();
         for gvr in file["printed"].as_object().unwrap().keys() {
             let p: Vec<&str> = gvr.split('/').collect();
             if let Some(printer) = Printer::builtin(p[0], p[1], p[2]) {
@@ -343,7 +343,7 @@ proptest! {
         ty in proptest::sample::select(&["string", "integer", "number", "boolean", "date", "other"][..]),
         obj in object_like(),
     ) {
-        use kubecache::encode::table::{jsonpath::CustomColumn, RowBuilder};
+        use kubecache::encode::print::{jsonpath::CustomColumn, RowBuilder};
         let def = serde_json::json!({"name": "c", "type": ty, "jsonPath": path});
         if let Ok((_, col)) = CustomColumn::parse(&def) {
             // Twice: a path can keep state between evaluations.
@@ -448,7 +448,7 @@ fn deeply_nested_objects_are_refused_by_the_transcoder_without_exhausting_the_st
 
 #[test]
 fn deeply_nested_json_paths_do_not_exhaust_the_stack() {
-    use kubecache::encode::table::jsonpath::CustomColumn;
+    use kubecache::encode::print::jsonpath::CustomColumn;
     for path in [
         format!(".a{}", "[?(@".repeat(5000)),
         "(".repeat(10000),

@@ -8,7 +8,7 @@ mod common;
 
 use common::fixtures::*;
 use common::*;
-use kubecache::encode::json::ListMeta;
+use kubecache::encode::list_meta::ListMeta;
 use kubecache::encode::protobuf;
 use serde_json::Value;
 use std::time::Duration;

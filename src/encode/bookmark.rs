@@ -6,7 +6,7 @@
 //! kube-apiserver (v1.20) and is checked against it by
 //! tests/bookmarks.rs; a kind not in it gets the bare type and metadata.
 
-use crate::store::{ListStyle, TypeCodec};
+use super::codec::{ListStyle, TypeCodec};
 use bytes::Bytes;
 
 /// The annotation that closes the initial events of a streaming list.

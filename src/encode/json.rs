@@ -2,8 +2,9 @@
 //! newline, list metadata in `ListMeta` field order for typed lists and in
 //! sorted-key order for unstructured (custom resource) lists.
 
+use super::codec::{Entry, ListStyle, TypeCodec};
+use super::list_meta::ListMeta;
 use super::recycle;
-use crate::store::{Entry, ListStyle, TypeCodec};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -11,56 +12,8 @@ use std::sync::Arc;
 // Until the jsonpath split lands (it imports them from here).
 pub use crate::go::json::{string as go_string, value as go_value};
 
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ListMeta {
-    pub resource_version: u64,
-    pub continue_token: Option<String>,
-    pub remaining_item_count: Option<i64>,
-}
-
-impl ListMeta {
-    /// The metadata of one page read at `rv`: a continue token after its
-    /// last key when more follow.
-    pub fn of_page(rv: u64, page: &crate::store::page::Page) -> Self {
-        ListMeta {
-            resource_version: rv,
-            continue_token: page
-                .continue_after
-                .as_ref()
-                .map(|k| crate::request::ContinueToken::after(rv as i64, k).encode()),
-            remaining_item_count: page.remaining,
-        }
-    }
-}
-
 fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
-}
-
-pub(crate) fn list_meta(meta: &ListMeta, style: ListStyle) -> String {
-    let mut fields: Vec<String> = Vec::with_capacity(3);
-    let rv = format!("\"resourceVersion\":\"{}\"", meta.resource_version);
-    let cont = meta
-        .continue_token
-        .as_ref()
-        .map(|c| format!("\"continue\":{}", json_str(c)));
-    let rem = meta
-        .remaining_item_count
-        .map(|n| format!("\"remainingItemCount\":{n}"));
-    match style {
-        ListStyle::Typed => {
-            fields.push(rv);
-            fields.extend(cont);
-            fields.extend(rem);
-        }
-        ListStyle::Unstructured => {
-            // UnstructuredList.SetContinue writes the key even when empty.
-            fields.push(cont.unwrap_or_else(|| "\"continue\":\"\"".into()));
-            fields.extend(rem);
-            fields.push(rv);
-        }
-    }
-    format!("{{{}}}", fields.join(","))
 }
 
 /// A whole list body, items spliced from their cached bytes.
@@ -93,7 +46,7 @@ pub fn join(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> Bytes {
 /// What a list body has before its first item and after its last: the
 /// items go between, comma-separated.
 pub fn list_ends(codec: &TypeCodec, meta: &ListMeta) -> (Vec<u8>, Vec<u8>) {
-    let meta = list_meta(meta, codec.style);
+    let meta = meta.to_json(codec.style);
     match codec.style {
         ListStyle::Typed => (
             format!(

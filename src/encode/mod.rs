@@ -1,177 +1,28 @@
-//! Turning cached entries into response bodies. Objects are never
-//! re-encoded: bodies are spliced from each entry's pre-serialized bytes.
+//! Turning cached entries into response bodies, and upstream objects into
+//! cached entries. Objects are never re-encoded per request: bodies are
+//! spliced from each entry's pre-serialized bytes and from what its codec
+//! keeps beside it.
+//!
+//! From the bottom up: `style` and `list_meta` (how lists are written),
+//! `pruned` (reading an object for a few fields), `recycle` (big bodies'
+//! buffers), `protobuf` (the transcoder and envelopes), `print` (Table
+//! rows), `codec` (objects to entries and back, and the memos kept beside
+//! them), the bodies of each representation (`json`, `meta`, `table`,
+//! `bookmark`), `pretty` (the indented layout), and `repr`, which picks
+//! among them for a negotiated representation.
 
 pub mod bookmark;
+pub mod codec;
 pub mod json;
+pub mod list_meta;
 pub mod meta;
 pub mod pretty;
+pub mod print;
 pub mod protobuf;
+pub mod pruned;
 pub mod recycle;
+pub mod repr;
+pub mod style;
 pub mod table;
 
-use crate::request::accept::MetaVersion;
-use crate::store::{Entry, TypeCodec};
-use bytes::{BufMut, Bytes, BytesMut};
-use std::sync::Arc;
-
-/// The representation the cache serves a request in, as negotiated.
-#[derive(Debug, Clone, Default)]
-pub enum Repr {
-    /// The objects themselves, as JSON.
-    #[default]
-    Json,
-    /// PartialObjectMetadata (a list: PartialObjectMetadataList).
-    Metadata(MetaVersion),
-    /// A Table of the objects.
-    Table(table::TableSpec),
-    /// Kubernetes protobuf: the objects, or with a version their
-    /// PartialObjectMetadata.
-    Protobuf(Option<MetaVersion>),
-}
-
-/// An object the representation cannot hold: protobuf of an object with a
-/// field v1.20's message lacks (a newer upstream's).
-#[derive(Debug, thiserror::Error)]
-#[error("the object has no protobuf encoding in v1.20's schema")]
-pub struct Unencodable;
-
-impl From<protobuf::TranscodeError> for Unencodable {
-    fn from(_: protobuf::TranscodeError) -> Self {
-        Unencodable
-    }
-}
-
-impl Repr {
-    /// One object in this representation, self-describing: a watch
-    /// event's object (a Table's column definitions come with a watch's
-    /// first event only).
-    pub fn object(&self, codec: &TypeCodec, e: &Entry) -> Result<Bytes, Unencodable> {
-        Ok(match self {
-            Repr::Json => codec.object_bytes(e),
-            Repr::Metadata(v) => meta::partial_object(*v, &e.meta),
-            Repr::Table(t) => t.object(codec, e, true),
-            Repr::Protobuf(None) => {
-                let m = codec.protobuf_message(e).ok_or(Unencodable)?;
-                protobuf::envelope(&codec.api_version, &codec.kind, m).into()
-            }
-            Repr::Protobuf(Some(v)) => {
-                let m = protobuf::partial_message(&e.meta)?;
-                protobuf::envelope(v.api_version(), "PartialObjectMetadata", &m).into()
-            }
-        })
-    }
-
-    /// A get's body: the object (JSON with a newline).
-    pub fn body(&self, codec: &TypeCodec, e: &Entry) -> Result<Bytes, Unencodable> {
-        Ok(match self {
-            Repr::Json => json::object(codec, e),
-            Repr::Metadata(v) => meta::partial_body(*v, &e.meta),
-            Repr::Table(t) => {
-                let mut b = BytesMut::from(&t.object(codec, e, false)[..]);
-                b.put_u8(b'\n');
-                b.freeze()
-            }
-            Repr::Protobuf(_) => self.object(codec, e)?,
-        })
-    }
-
-    /// A list's body.
-    pub fn list(
-        &self,
-        codec: &TypeCodec,
-        m: &json::ListMeta,
-        items: &[Arc<Entry>],
-    ) -> Result<Bytes, Unencodable> {
-        Ok(match self {
-            Repr::Json => json::list(codec, m, items),
-            Repr::Metadata(v) => meta::partial_list(*v, m, items),
-            Repr::Table(t) => t.list(codec, m, items),
-            Repr::Protobuf(None) => {
-                let messages = items
-                    .iter()
-                    .map(|e| codec.protobuf_message(e).ok_or(Unencodable))
-                    .collect::<Result<Vec<&[u8]>, _>>()?;
-                let (v, kind) = (&codec.api_version, &codec.list_kind);
-                protobuf::list(v, kind, m, messages.iter().copied())
-            }
-            Repr::Protobuf(Some(v)) => {
-                let messages = items
-                    .iter()
-                    .map(|e| protobuf::partial_message(&e.meta))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let kind = "PartialObjectMetadataList";
-                protobuf::list(v.api_version(), kind, m, messages.iter().map(Vec::as_slice))
-            }
-        })
-    }
-
-    /// Whether every one of `items` can be written in this representation:
-    /// protobuf needs a message for each (a metadata one is a part of it).
-    pub fn holds<'a>(
-        &self,
-        codec: &TypeCodec,
-        items: impl IntoIterator<Item = &'a Arc<Entry>>,
-    ) -> bool {
-        match self {
-            Repr::Protobuf(_) => items
-                .into_iter()
-                .all(|e| codec.protobuf_message(e).is_some()),
-            _ => true,
-        }
-    }
-
-    pub fn is_protobuf(&self) -> bool {
-        matches!(self, Repr::Protobuf(_))
-    }
-
-    /// A bookmark's object in this representation.
-    pub fn bookmark(
-        &self,
-        codec: &TypeCodec,
-        rv: u64,
-        initial_events_end: bool,
-    ) -> Result<Bytes, Unencodable> {
-        Ok(match self {
-            Repr::Json => bookmark::object(codec, rv, initial_events_end),
-            Repr::Metadata(v) => {
-                let m = bookmark::object_meta(rv, initial_events_end);
-                meta::partial_object(*v, m.as_bytes())
-            }
-            Repr::Table(t) => t.bookmark(codec, rv, initial_events_end),
-            Repr::Protobuf(None) => {
-                let obj = bookmark::object(codec, rv, initial_events_end);
-                protobuf::object(&codec.api_version, &codec.kind, &obj)?.into()
-            }
-            Repr::Protobuf(Some(v)) => {
-                let m = bookmark::object_meta(rv, initial_events_end);
-                let m = protobuf::partial_message(m.as_bytes())?;
-                protobuf::envelope(v.api_version(), "PartialObjectMetadata", &m).into()
-            }
-        })
-    }
-
-    /// A watch event carrying `object` (from [`Repr::object`] or
-    /// [`Repr::bookmark`]): a JSON line or a protobuf frame.
-    pub fn event(&self, kind: &str, object: &[u8]) -> Bytes {
-        match self {
-            Repr::Protobuf(_) => protobuf::watch_event(kind, object),
-            _ => json::watch_event(kind, object),
-        }
-    }
-
-    /// The `Content-Type` of a get's or a list's body.
-    pub fn content_type(&self) -> &'static str {
-        match self {
-            Repr::Protobuf(_) => protobuf::CONTENT_TYPE,
-            _ => "application/json",
-        }
-    }
-
-    /// The `Content-Type` of a watch.
-    pub fn watch_content_type(&self) -> &'static str {
-        match self {
-            Repr::Protobuf(_) => protobuf::WATCH_CONTENT_TYPE,
-            _ => "application/json",
-        }
-    }
-}
+pub use repr::{Repr, Unencodable};

@@ -17,8 +17,8 @@
 
 use super::bodies::Budget;
 use super::compress::{stitch, Piece};
+use crate::encode::codec::{Entry, Items};
 use crate::metrics::{self, GzipHow};
-use crate::store::{Entry, Items};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -260,8 +260,9 @@ impl Drop for Pieces {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::json::{self, ListMeta};
-    use crate::store::{ListStyle, TypeCodec};
+    use crate::encode::codec::{ListStyle, TypeCodec};
+    use crate::encode::json;
+    use crate::encode::list_meta::ListMeta;
     use flate2::read::GzDecoder;
     use rand::{RngExt, SeedableRng};
     use std::io::Read;
@@ -270,8 +271,13 @@ mod tests {
         TypeCodec::new("", "v1", "Pod", true, ListStyle::Typed)
     }
 
-    fn pod(g: &mut crate::sim::generate::Generator, i: usize, rv: u64) -> Arc<Entry> {
-        let mut p = g.pod(&format!("ns-{}", i % 7), i, 5);
+    fn pod(i: usize, rv: u64) -> Arc<Entry> {
+        pod_like(i, i, rv)
+    }
+
+    /// Pod `i`'s key with the content of fixture pod `look`.
+    fn pod_like(i: usize, look: usize, rv: u64) -> Arc<Entry> {
+        let mut p = crate::fixtures::pod(&format!("ns-{}", i % 7), look);
         p["metadata"]["name"] = format!("pod-{i:05}").into();
         p["metadata"]["resourceVersion"] = rv.to_string().into();
         Arc::new(
@@ -316,8 +322,7 @@ mod tests {
 
     #[test]
     fn lists_are_compressed_whole_until_the_pieces_are_made_then_stitched() {
-        let mut g = crate::sim::generate::Generator::new(1);
-        let all = items((0..300).map(|i| pod(&mut g, i, 10 + i as u64)));
+        let all = items((0..300).map(|i| pod(i, 10 + i as u64)));
         let run: Vec<_> = all.values().cloned().collect();
         let pieces = Arc::new(Pieces::new(budget()));
         // No runtime here: the first miss makes them all at once.
@@ -330,9 +335,8 @@ mod tests {
 
     #[test]
     fn after_random_changes_every_stitched_list_is_the_list() {
-        let mut g = crate::sim::generate::Generator::new(2);
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let mut all = items((0..200).map(|i| pod(&mut g, i * 2, 1)));
+        let mut all = items((0..200).map(|i| pod(i * 2, 1)));
         let pieces = Arc::new(Pieces::new(budget()));
         check(&pieces, &all, &all.values().cloned().collect::<Vec<_>>());
         let mut rv = 2;
@@ -342,7 +346,7 @@ mod tests {
             for _ in 0..rng.random_range(1..6) {
                 rv += 1;
                 let i = rng.random_range(0..400);
-                let e = pod(&mut g, i, rv);
+                let e = pod(i, rv);
                 if rng.random_bool(0.3) {
                     all.remove(&e.key);
                 } else {
@@ -361,8 +365,7 @@ mod tests {
 
     #[test]
     fn a_relist_replaces_every_entry_and_nothing_stale_is_stitched() {
-        let mut g = crate::sim::generate::Generator::new(4);
-        let before = items((0..100).map(|i| pod(&mut g, i, 5)));
+        let before = items((0..100).map(|i| pod(i, 5)));
         let pieces = Arc::new(Pieces::new(budget()));
         check(
             &pieces,
@@ -370,7 +373,7 @@ mod tests {
             &before.values().cloned().collect::<Vec<_>>(),
         );
         // Same keys and versions, new entries: their pieces must be remade.
-        let after = items((0..100).map(|i| pod(&mut g, i, 5)));
+        let after = items((0..100).map(|i| pod_like(i, i + 1000, 5)));
         let run: Vec<_> = after.values().cloned().collect();
         assert_eq!(check(&pieces, &after, &run), None);
         assert_eq!(check(&pieces, &after, &run), Some(()));
@@ -378,8 +381,7 @@ mod tests {
 
     #[test]
     fn pieces_stay_within_the_budget_and_give_it_back() {
-        let mut g = crate::sim::generate::Generator::new(5);
-        let all = items((0..200).map(|i| pod(&mut g, i, 5)));
+        let all = items((0..200).map(|i| pod(i, 5)));
         let run: Vec<_> = all.values().cloned().collect();
         let b = budget();
         b.set_limit(20_000);

@@ -2,8 +2,10 @@
 //! answered locally, or rejected with the apiserver's error, or forwarded.
 
 use crate::cache::{Cache, TypeCache};
+use crate::encode::codec::ListStyle;
 use crate::encode::pretty::Layout;
-use crate::encode::table::{Include, Printer, TableSpec};
+use crate::encode::print::Printer;
+use crate::encode::table::{Include, TableSpec};
 use crate::encode::Repr;
 use crate::request::accept::{self, Conversion, Endpoint, Media};
 use crate::request::options::{ModeError, WatchFrom};
@@ -13,7 +15,6 @@ use crate::selector::field::FieldRules;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::serve::watch::{Selection, Start, WatchSpec};
 use crate::status::Status;
-use crate::store::ListStyle;
 use http::{header, HeaderMap, Method};
 use std::sync::Arc;
 

@@ -8,13 +8,14 @@
 //! kubecache's watches and the simulator's come from here; the simulator
 //! adds its faults through `Interference`.
 
+use crate::encode::codec::{Change, Entry, Event, Items, Store, TypeCodec};
 use crate::encode::{json, Repr, Unencodable};
 use crate::metrics;
 use crate::request::options::Initial;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::serve::typed_response;
 use crate::status::Status;
-use crate::store::{Change, Entry, Event, EventType, Items, Store, TypeCodec, BROADCAST_CAPACITY};
+use crate::store::{EventType, BROADCAST_CAPACITY};
 use crate::upstream::{channel_body, Body};
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -257,18 +258,18 @@ pub fn event_line(
 /// sends it: encoded once, then shared, so fan-out costs a refcount per
 /// watcher.
 fn shared_line(
-    codec: &Arc<TypeCodec>,
-    slot: &std::sync::OnceLock<(Arc<TypeCodec>, Bytes)>,
+    codec: &TypeCodec,
+    slot: &std::sync::OnceLock<(u64, Bytes)>,
     encode: impl FnOnce() -> Result<Bytes, Unencodable>,
 ) -> Result<Bytes, Unencodable> {
     match slot.get() {
-        Some((with, line)) if Arc::ptr_eq(with, codec) => Ok(line.clone()),
+        Some((with, line)) if *with == codec.id() => Ok(line.clone()),
         // A watcher still holding the type's previous codec.
         Some(_) => encode(),
         None => {
             let line = encode()?;
             // Two first watchers at once both encode it; either is kept.
-            let _ = slot.set((codec.clone(), line.clone()));
+            let _ = slot.set((codec.id(), line.clone()));
             Ok(line)
         }
     }
@@ -564,7 +565,8 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{HistoryLimits, ListStyle};
+    use crate::encode::codec::ListStyle;
+    use crate::store::HistoryLimits;
     use http_body_util::BodyExt;
     use serde_json::json;
 

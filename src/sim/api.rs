@@ -18,7 +18,9 @@
 use super::faults::{FaultCommand, GARBAGE_LINE};
 use super::patch::{PatchError, PatchType};
 use super::{Sim, SimType, WriteError};
-use crate::encode::json::{self, ListMeta};
+use crate::encode::codec::{Entry, Snapshot};
+use crate::encode::json;
+use crate::encode::list_meta::ListMeta;
 use crate::encode::Repr;
 use crate::request::accept::{Conversion, Endpoint};
 use crate::request::options::{ModeError, WatchFrom};
@@ -31,7 +33,6 @@ use crate::serve::watch::{self, Interference, Start, WatchSpec};
 use crate::serve::{json_response, negotiated_error, status_response};
 use crate::status::{Cause, Details, Status};
 use crate::store::page::{read_page, PageRequest};
-use crate::store::{Entry, Snapshot};
 use crate::upstream::{full_body, Body, BoxError};
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};

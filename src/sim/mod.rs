@@ -14,9 +14,10 @@ pub mod generate;
 mod managed;
 pub mod patch;
 
-use crate::encode::table::Printer;
+use crate::encode::codec::{Entry, ListStyle, Store, TypeCodec};
+use crate::encode::print::Printer;
 use crate::resource::{GroupVersionResource, ResourceType};
-use crate::store::{Entry, EventType, HistoryLimits, ListStyle, Store, TypeCodec};
+use crate::store::{EventType, HistoryLimits};
 use faults::{FaultCommand, Faults};
 use generate::Generator;
 use serde_json::{Map, Value};

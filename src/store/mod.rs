@@ -4,13 +4,14 @@
 //!
 //! The state lives behind a synchronous lock that is never held across an
 //! await; readers take an O(1) clone of the persistent map and work on that.
+//!
+//! The store keeps its entries' objects and facts only; what an encoder
+//! keeps beside each (`M`) and an event's encoded line are opaque to it.
 
 pub mod entry;
 pub mod page;
-mod pruned;
-pub use pruned::parse_without;
 
-pub use entry::{Attrs, Entry, EntryError, ListStyle, TypeCodec};
+pub use entry::{Attrs, Entry};
 
 use bytes::Bytes;
 use imbl::OrdMap;
@@ -19,17 +20,17 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, watch};
 
-pub type Items = OrdMap<Arc<str>, Arc<Entry>>;
+pub type Items<M = ()> = OrdMap<Arc<str>, Arc<Entry<M>>>;
 
 /// Past events after some rv, and the live subscription that follows them.
-pub type Replay = (Vec<Arc<Event>>, broadcast::Receiver<Change>);
+pub type Replay<M = ()> = (Vec<Arc<Event<M>>>, broadcast::Receiver<Change<M>>);
 
 /// What live subscribers receive, in the order the store saw it. Anything
 /// at or below a subscriber's starting point may arrive again (the
 /// broadcast is sent after the state lock is released) and is skipped by rv.
-#[derive(Debug, Clone)]
-pub enum Change {
-    Event(Arc<Event>),
+#[derive(Debug)]
+pub enum Change<M = ()> {
+    Event(Arc<Event<M>>),
     /// Nothing changed up to `rv` (an upstream bookmark).
     Progress(u64),
     /// A relist replaced the state at `rv`. `changed` when the new state
@@ -60,24 +61,25 @@ impl EventType {
 /// One change, kept in the history. `entry` is the object as of the event
 /// (for a deletion, the last state stamped with the deletion's rv).
 #[derive(Debug)]
-pub struct Event {
+pub struct Event<M = ()> {
     pub rv: u64,
     pub kind: EventType,
-    pub entry: Arc<Entry>,
-    pub prev: Option<Arc<Entry>>,
+    pub entry: Arc<Entry<M>>,
+    pub prev: Option<Arc<Entry<M>>>,
     at: Instant,
     /// The event as a watch line, encoded once by the first watcher that
     /// sends it as it is and shared by all the others; tagged with the
-    /// codec it was encoded with. Dropped once the event is deeper in the
-    /// history than the broadcast reaches (see `Store::apply`).
-    pub line: OnceLock<(Arc<TypeCodec>, Bytes)>,
+    /// id of the encoder that wrote it (a watcher holding another encoder
+    /// writes its own). Dropped once the event is deeper in the history
+    /// than the broadcast reaches (see `Store::apply`).
+    pub line: OnceLock<(u64, Bytes)>,
     /// The same as a protobuf frame, shared by protobuf watchers alike.
-    pub frame: OnceLock<(Arc<TypeCodec>, Bytes)>,
+    pub frame: OnceLock<(u64, Bytes)>,
 }
 
-impl Event {
+impl<M> Event<M> {
     /// The same event without its encoded line and frame.
-    fn without_line(&self) -> Event {
+    fn without_line(&self) -> Event<M> {
         Event {
             rv: self.rv,
             kind: self.kind,
@@ -90,17 +92,38 @@ impl Event {
     }
 }
 
-impl AsRef<Store> for Store {
-    fn as_ref(&self) -> &Store {
+impl<M> Clone for Change<M> {
+    fn clone(&self) -> Self {
+        match self {
+            Change::Event(e) => Change::Event(e.clone()),
+            Change::Progress(rv) => Change::Progress(*rv),
+            Change::Relisted { rv, changed } => Change::Relisted {
+                rv: *rv,
+                changed: *changed,
+            },
+        }
+    }
+}
+
+impl<M> AsRef<Store<M>> for Store<M> {
+    fn as_ref(&self) -> &Store<M> {
         self
     }
 }
 
 /// A consistent view of the type at one resource version.
-#[derive(Clone)]
-pub struct Snapshot {
+pub struct Snapshot<M = ()> {
     pub rv: u64,
-    pub items: Items,
+    pub items: Items<M>,
+}
+
+impl<M> Clone for Snapshot<M> {
+    fn clone(&self) -> Self {
+        Snapshot {
+            rv: self.rv,
+            items: self.items.clone(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -137,24 +160,24 @@ impl Default for HistoryLimits {
 /// old they are.
 const KEPT_REGARDLESS: usize = 100;
 
-struct State {
-    items: Items,
+struct State<M> {
+    items: Items<M>,
     /// The cached objects' serialized size, for the size metrics.
     bytes: usize,
     rv: u64,
     /// Snapshots can be rebuilt for any rv in `oldest..=rv`.
     oldest: u64,
-    history: VecDeque<Arc<Event>>,
+    history: VecDeque<Arc<Event<M>>>,
     /// The last few rebuilt snapshots: a paginated walk asks for the same rv
     /// page after page.
-    recent: VecDeque<Snapshot>,
+    recent: VecDeque<Snapshot<M>>,
 }
 
-pub struct Store {
-    state: RwLock<State>,
+pub struct Store<M = ()> {
+    state: RwLock<State<M>>,
     limits: HistoryLimits,
     rv_tx: watch::Sender<u64>,
-    events: broadcast::Sender<Change>,
+    events: broadcast::Sender<Change<M>>,
 }
 
 const RECENT_SNAPSHOTS: usize = 4;
@@ -162,7 +185,7 @@ const RECENT_SNAPSHOTS: usize = 4;
 /// How far a live subscriber may fall behind before it is cut off.
 pub const BROADCAST_CAPACITY: usize = 4096;
 
-impl Store {
+impl<M> Store<M> {
     pub fn new(limits: HistoryLimits) -> Self {
         let (rv_tx, _) = watch::channel(0);
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
@@ -181,18 +204,18 @@ impl Store {
         }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State<M>> {
         self.state.read().unwrap_or_else(|e| e.into_inner())
     }
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State<M>> {
         self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Replaces everything with a fresh list at `rv` (a relist): the history
     /// before it no longer connects to the new state, so it is dropped.
-    pub fn replace(&self, entries: Vec<Arc<Entry>>, rv: u64) {
+    pub fn replace(&self, entries: Vec<Arc<Entry<M>>>, rv: u64) {
         let bytes = entries.iter().map(|e| e.item.len()).sum();
-        let items: Items = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
+        let items: Items<M> = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
         let changed = {
             let mut s = self.write();
             let changed = !same_versions(&s.items, &items);
@@ -209,7 +232,7 @@ impl Store {
     }
 
     /// Applies one watch event; events must come in increasing rv order.
-    pub fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError> {
+    pub fn apply(&self, kind: EventType, entry: Arc<Entry<M>>) -> Result<(), StoreError> {
         let rv = entry.rv;
         let event = {
             let mut s = self.write();
@@ -285,7 +308,7 @@ impl Store {
         s.recent.clear();
     }
 
-    fn trim(&self, s: &mut State) {
+    fn trim(&self, s: &mut State<M>) {
         let now = Instant::now();
         while let Some(front) = s.history.front() {
             let too_many = s.history.len() > self.limits.capacity;
@@ -333,7 +356,7 @@ impl Store {
         self.len() == 0
     }
 
-    pub fn current(&self) -> Snapshot {
+    pub fn current(&self) -> Snapshot<M> {
         let s = self.read();
         Snapshot {
             rv: s.rv,
@@ -341,14 +364,14 @@ impl Store {
         }
     }
 
-    pub fn get(&self, key: &str) -> Option<Arc<Entry>> {
+    pub fn get(&self, key: &str) -> Option<Arc<Entry<M>>> {
         self.read().items.get(key).cloned()
     }
 
     /// The state as of `rv`, rebuilt by undoing newer events. `None` when
     /// `rv` is older than the history reaches. An `rv` beyond the store's own
     /// means "no change since": the caller decides whether that is known.
-    pub fn snapshot_at(&self, rv: u64) -> Option<Snapshot> {
+    pub fn snapshot_at(&self, rv: u64) -> Option<Snapshot<M>> {
         {
             let s = self.read();
             if rv < s.oldest {
@@ -405,7 +428,7 @@ impl Store {
     /// Events after `rv` from the history, then live ones; `None` if `rv` is
     /// older than the history. The subscription is taken under the lock so no
     /// event falls between the two.
-    pub fn events_since(&self, rv: u64) -> Option<Replay> {
+    pub fn events_since(&self, rv: u64) -> Option<Replay<M>> {
         let s = self.read();
         if rv < s.oldest {
             return None;
@@ -416,7 +439,7 @@ impl Store {
     }
 
     /// The current state and a live subscription starting right after it.
-    pub fn snapshot_and_subscribe(&self) -> (Snapshot, broadcast::Receiver<Change>) {
+    pub fn snapshot_and_subscribe(&self) -> (Snapshot<M>, broadcast::Receiver<Change<M>>) {
         let s = self.read();
         let rx = self.events.subscribe();
         (
@@ -431,7 +454,7 @@ impl Store {
 
 /// Whether two states hold the same objects at the same versions: a relist
 /// that finds this missed no event that left a trace.
-fn same_versions(a: &Items, b: &Items) -> bool {
+fn same_versions<M>(a: &Items<M>, b: &Items<M>) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b.iter())
@@ -476,13 +499,6 @@ mod tests {
     fn the_history_lets_go_of_lines_deeper_than_the_broadcast_reaches() {
         let store = Store::new(HistoryLimits::default());
         store.replace(vec![entry("a", 1)], 1);
-        let codec = Arc::new(TypeCodec::new(
-            "",
-            "v1",
-            "ConfigMap",
-            true,
-            ListStyle::Typed,
-        ));
         let events = BROADCAST_CAPACITY + 10;
         for rv in 2..2 + events as u64 {
             store.apply(EventType::Modified, entry("a", rv)).unwrap();
@@ -490,7 +506,7 @@ mod tests {
             let (past, _) = store.events_since(rv - 1).unwrap();
             past[0]
                 .line
-                .get_or_init(|| (codec.clone(), Bytes::from_static(b"line")));
+                .get_or_init(|| (1, Bytes::from_static(b"line")));
         }
         let (past, _) = store.events_since(1).unwrap();
         assert_eq!(past.len(), events);
@@ -621,7 +637,7 @@ mod tests {
 
     #[tokio::test]
     async fn waiting_for_a_version_ends_when_it_arrives_or_times_out() {
-        let store = Arc::new(Store::new(HistoryLimits::default()));
+        let store = Arc::new(Store::<()>::new(HistoryLimits::default()));
         store.replace(vec![], 1);
         assert_eq!(store.wait_for(5, Duration::from_millis(20)).await, Err(1));
         let s2 = store.clone();

@@ -18,20 +18,20 @@ pub struct PageRequest<'a> {
     pub fields: &'a FieldSelector,
 }
 
-pub struct Page {
-    pub items: Vec<Arc<Entry>>,
+pub struct Page<M = ()> {
+    pub items: Vec<Arc<Entry<M>>>,
     /// Set when more keys follow: the key to continue after, relative to the prefix.
     pub continue_after: Option<String>,
     pub remaining: Option<i64>,
 }
 
 impl PageRequest<'_> {
-    pub fn matches(&self, e: &Entry) -> bool {
+    pub fn matches<M>(&self, e: &Entry<M>) -> bool {
         self.labels.matches(|k| e.label(k)) && self.fields.matches(|f| e.field(f))
     }
 }
 
-pub fn read_page(items: &Items, req: &PageRequest<'_>) -> Page {
+pub fn read_page<M>(items: &Items<M>, req: &PageRequest<'_>) -> Page<M> {
     let start_key = format!("{}{}", req.prefix, req.start.unwrap_or(""));
     let mut range = items
         .range::<_, str>((Bound::Included(start_key.as_str()), Bound::Unbounded))

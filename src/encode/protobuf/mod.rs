@@ -10,7 +10,7 @@ pub mod schema;
 pub mod transcode;
 mod wire;
 
-use crate::encode::json::ListMeta;
+use super::list_meta::ListMeta;
 use bytes::Bytes;
 
 pub use schema::{Message, Schema};

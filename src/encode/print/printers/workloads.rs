@@ -3,7 +3,7 @@
 //! replication controllers.
 
 use super::{arr, at, count, created, int, name, s, RowFn};
-use crate::encode::table::RowBuilder;
+use crate::encode::print::row::RowBuilder;
 use crate::go::time::{human_duration, parse_rfc3339};
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! leases.
 
 use super::{arr, at, created, flag, int, name, s, RowFn};
-use crate::encode::table::RowBuilder;
+use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 use std::collections::BTreeSet;
 

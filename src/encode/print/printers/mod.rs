@@ -18,8 +18,8 @@ mod workloads;
 
 use super::columns::{self, Column};
 use super::jsonpath::CustomColumn;
-use super::{Row, RowBuilder};
-use crate::store::parse_without;
+use super::row::{Row, RowBuilder};
+use crate::encode::pruned::parse_without;
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::HashMap;

@@ -11,7 +11,7 @@
 //! 80% CPU target when it has no metric at all.
 
 use super::{arr, at, created, int, name, s, RowFn};
-use crate::encode::table::RowBuilder;
+use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {
@@ -620,11 +620,11 @@ mod tests {
             ),
         ];
         for (gvr, obj) in bookmarks {
-            let p = crate::encode::table::Printer::builtin(gvr.0, gvr.1, gvr.2).unwrap();
+            let p = crate::encode::print::Printer::builtin(gvr.0, gvr.1, gvr.2).unwrap();
             assert_eq!(p.zero_row(obj.as_bytes()).to_json(0), want, "{gvr:?}");
         }
         // A v1 object read as v1 reads it has the default target.
-        let p = crate::encode::table::Printer::builtin(V1.0, V1.1, V1.2).unwrap();
+        let p = crate::encode::print::Printer::builtin(V1.0, V1.1, V1.2).unwrap();
         assert!(p.row(bookmarks[0].1.as_bytes()).to_json(0).contains("80%"));
     }
 }

@@ -6,7 +6,7 @@
 
 use super::workloads::{format_label_selector, format_labels};
 use super::{arr, at, count, created, int, name, s, RowFn};
-use crate::encode::table::RowBuilder;
+use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {

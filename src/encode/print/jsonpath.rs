@@ -13,8 +13,8 @@
 //! `..`); here they come in the object's key order.
 
 use super::columns::Column;
+use super::row::RowBuilder;
 use super::time;
-use super::RowBuilder;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 

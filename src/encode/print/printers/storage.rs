@@ -2,7 +2,7 @@
 //! classes, volume attachments, CSI drivers and CSI nodes.
 
 use super::{arr, at, count, created, flag, name, s, RowFn};
-use crate::encode::table::RowBuilder;
+use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {

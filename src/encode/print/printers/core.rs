@@ -2,7 +2,7 @@
 //! namespaces, secrets and service accounts.
 
 use super::{arr, at, count, created, flag, int, name, s, RowFn};
-use crate::encode::table::RowBuilder;
+use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {

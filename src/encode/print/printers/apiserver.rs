@@ -6,7 +6,7 @@
 //! watched, so kubecache does not cache them: their Tables go upstream.
 
 use super::{arr, at, created, int, name, s, RowFn};
-use crate::encode::table::RowBuilder;
+use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
 const FLOWCONTROL: &str = "flowcontrol.apiserver.k8s.io";
@@ -123,7 +123,7 @@ mod tests {
     //! The cases are objects made on (or made by) a v1.20 kube-apiserver,
     //! with the cells it printed for them.
     use super::super::test_support::check;
-    use crate::encode::table::Printer;
+    use crate::encode::print::Printer;
     use serde_json::{json, Value};
 
     const FS: (&str, &str, &str) = (super::FLOWCONTROL, "v1beta1", "flowschemas");

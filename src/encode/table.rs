@@ -1,28 +1,18 @@
 //! Tables (`as=Table;g=meta.k8s.io;v=v1[beta1]`): column definitions, one
 //! row of cells per object, and the object itself as `includeObject` asks,
-//! as the apiserver's table convertors build them.
-//!
-//! A row's cells are computed once per object version and kept on its
-//! cache entry, encoded, with holes for the time-relative cells ("5m",
-//! "<unknown>"), which are filled in each time the row is served.
+//! as the apiserver's table convertors build them. A row is printed once
+//! per object version (`encode::print`) and kept beside its entry.
 
-pub mod columns;
-pub mod jsonpath;
-pub mod printers;
-pub use crate::go::time;
-
-use super::json::{list_meta, ListMeta};
+use super::codec::{Entry, ListStyle, TypeCodec};
+use super::list_meta::ListMeta;
 use super::meta::put_partial;
+use super::print::{Printer, Row};
 use super::recycle;
-use crate::go::json::{float as go_float, string as go_string};
+use crate::go::time::{self, Nanos};
 use crate::request::accept::MetaVersion;
-use crate::store::{Entry, ListStyle, TypeCodec};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
 use std::sync::Arc;
-use time::Nanos;
-
-pub use printers::Printer;
 
 /// `includeObject`: what each row carries besides its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -47,42 +37,6 @@ impl Include {
     }
 }
 
-/// One piece of an encoded row.
-#[derive(Debug, Clone, PartialEq)]
-enum Part {
-    Fixed(Bytes),
-    /// `translateTimestampSince`: how long ago, or "<unknown>" for no time.
-    Since(Option<Nanos>),
-}
-
-/// A row's `"cells":[…]` and conditions, encoded but for its
-/// time-relative cells.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    parts: Box<[Part]>,
-}
-
-impl Row {
-    fn put(&self, b: &mut BytesMut, now: Nanos) {
-        for p in self.parts.iter() {
-            match p {
-                Part::Fixed(bytes) => b.put_slice(bytes),
-                Part::Since(None) => b.put_slice(br#""\u003cunknown\u003e""#),
-                Part::Since(Some(t)) => {
-                    b.put_slice(go_string(&time::human_duration(now.saturating_sub(*t))).as_bytes())
-                }
-            }
-        }
-    }
-
-    /// The cells alone, as JSON, for tests and diagnostics.
-    pub fn to_json(&self, now: Nanos) -> String {
-        let mut b = BytesMut::new();
-        self.put(&mut b, now);
-        String::from_utf8_lossy(&b).into_owned()
-    }
-}
-
 /// A cached row, from either of an entry's slots.
 enum RowRef<'e> {
     Borrowed(&'e Row),
@@ -95,110 +49,6 @@ impl std::ops::Deref for RowRef<'_> {
         match self {
             RowRef::Borrowed(r) => r,
             RowRef::Shared(r) => r,
-        }
-    }
-}
-
-/// Builds a row cell by cell, as a printer appends Go values to
-/// `row.Cells`: each cell is encoded as `encoding/json` writes it.
-pub struct RowBuilder {
-    buf: String,
-    parts: Vec<Part>,
-    cells: usize,
-    conditions: Option<&'static str>,
-}
-
-impl Default for RowBuilder {
-    fn default() -> Self {
-        RowBuilder {
-            buf: String::from("\"cells\":["),
-            parts: Vec::new(),
-            cells: 0,
-            conditions: None,
-        }
-    }
-}
-
-impl RowBuilder {
-    fn next(&mut self) {
-        if self.cells > 0 {
-            self.buf.push(',');
-        }
-        self.cells += 1;
-    }
-
-    pub fn str(&mut self, s: &str) -> &mut Self {
-        self.next();
-        self.buf.push_str(&go_string(s));
-        self
-    }
-
-    pub fn int(&mut self, n: i64) -> &mut Self {
-        self.next();
-        self.buf.push_str(&n.to_string());
-        self
-    }
-
-    pub fn bool(&mut self, v: bool) -> &mut Self {
-        self.next();
-        self.buf.push_str(if v { "true" } else { "false" });
-        self
-    }
-
-    /// A float64 as Go's encoding/json writes it.
-    pub fn float(&mut self, f: f64) -> &mut Self {
-        self.next();
-        self.buf.push_str(&go_float(f));
-        self
-    }
-
-    pub fn null(&mut self) -> &mut Self {
-        self.next();
-        self.buf.push_str("null");
-        self
-    }
-
-    /// A cell already encoded as JSON.
-    pub fn raw(&mut self, json: &str) -> &mut Self {
-        self.next();
-        self.buf.push_str(json);
-        self
-    }
-
-    /// `translateTimestampSince(t)`: the age, computed when served.
-    pub fn since(&mut self, t: Option<Nanos>) -> &mut Self {
-        self.next();
-        let fixed = std::mem::take(&mut self.buf);
-        self.parts.push(Part::Fixed(Bytes::from(fixed)));
-        self.parts.push(Part::Since(t));
-        self
-    }
-
-    /// The age of an RFC 3339 timestamp field (missing or zero: unknown).
-    pub fn since_field(&mut self, ts: Option<&Value>) -> &mut Self {
-        let t = ts.and_then(Value::as_str).and_then(time::parse_rfc3339);
-        self.since(t)
-    }
-
-    /// The row's conditions, encoded (printers use a few fixed ones).
-    pub fn conditions(&mut self, json: &'static str) -> &mut Self {
-        self.conditions = Some(json);
-        self
-    }
-
-    pub fn cells(&self) -> usize {
-        self.cells
-    }
-
-    pub fn finish(mut self) -> Row {
-        self.buf.push(']');
-        if let Some(c) = self.conditions {
-            self.buf.push_str(",\"conditions\":");
-            self.buf.push_str(c);
-        }
-        self.parts.push(Part::Fixed(Bytes::from(self.buf)));
-        Row {
-            parts: self.parts.into_boxed_slice(),
         }
     }
 }
@@ -256,11 +106,15 @@ impl TableSpec {
     /// changed since keeps its row under the newer printer in a second one.
     fn row<'e>(&self, e: &'e Entry) -> RowRef<'e> {
         let id = self.printer.id();
-        let (at, row) = e.table_row.get_or_init(|| (id, self.printer.row(&e.item)));
+        let (at, row) = e
+            .memo
+            .table_row
+            .get_or_init(|| (id, self.printer.row(&e.item)));
         if *at == id {
             return RowRef::Borrowed(row);
         }
         let mut later = e
+            .memo
             .table_row_reprinted
             .lock()
             .unwrap_or_else(|p| p.into_inner());
@@ -305,7 +159,7 @@ impl TableSpec {
     fn put_row_object(&self, b: &mut BytesMut, codec: &TypeCodec, e: &Entry) {
         match self.include {
             Include::Object => codec.put_object(b, e),
-            _ => put_partial(b, self.version, &e.meta),
+            _ => put_partial(b, self.version, &e.memo.meta),
         }
     }
 
@@ -314,12 +168,12 @@ impl TableSpec {
         let now = time::now();
         let object = |e: &Entry| match self.include {
             Include::None => 4,
-            Include::Metadata => e.meta.len() + 80,
+            Include::Metadata => e.memo.meta.len() + 80,
             Include::Object => e.item.len() + 64,
         };
         let size: usize = items.iter().map(|e| object(e) + 200).sum();
         let mut b = recycle::buffer(size + 4096);
-        self.put_head(&mut b, &list_meta(meta, ListStyle::Typed), true);
+        self.put_head(&mut b, &meta.to_json(ListStyle::Typed), true);
         if items.is_empty() && self.printer.null_when_empty() {
             b.put_slice(b"null}\n");
             return recycle::freeze(b);
@@ -402,34 +256,6 @@ impl TableSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rows_encode_cells_as_go_does_and_fill_in_ages_when_served() {
-        let mut r = RowBuilder::default();
-        r.str("a<b>")
-            .int(3)
-            .since(Some(0))
-            .bool(true)
-            .since(None)
-            .null();
-        let row = r.finish();
-        let now = 150 * 1_000_000_000;
-        assert_eq!(
-            row.to_json(now),
-            r#""cells":["a\u003cb\u003e",3,"2m30s",true,"\u003cunknown\u003e",null]"#
-        );
-    }
-
-    #[test]
-    fn conditions_follow_the_cells() {
-        let mut r = RowBuilder::default();
-        r.str("p")
-            .conditions(r#"[{"type":"Completed","status":"True"}]"#);
-        assert_eq!(
-            r.finish().to_json(0),
-            r#""cells":["p"],"conditions":[{"type":"Completed","status":"True"}]"#
-        );
-    }
 
     #[test]
     fn a_row_is_printed_once_per_printer_even_after_the_columns_changed() {
