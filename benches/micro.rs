@@ -6,6 +6,9 @@
 //! `cargo bench --bench micro`; figures are recorded in the README.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use kubecache::cache::bodies::compress;
+use kubecache::cache::bodies::Budget;
+use kubecache::cache::bodies::Pieces;
 use kubecache::encode::json;
 use kubecache::encode::list_meta::ListMeta;
 use kubecache::encode::pretty;
@@ -16,9 +19,6 @@ use kubecache::encode::Repr;
 use kubecache::request::accept::MetaVersion;
 use kubecache::request::ContinueToken;
 use kubecache::selector::{FieldSelector, LabelSelector};
-use kubecache::serve::bodies::Budget;
-use kubecache::serve::compress;
-use kubecache::serve::pieces::Pieces;
 use kubecache::sim::{Sim, SimOptions};
 use kubecache::store::page::{read_page, PageRequest};
 use std::hint::black_box;

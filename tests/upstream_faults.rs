@@ -93,17 +93,17 @@ async fn dropped_watches_are_resumed_without_a_relist() {
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
         let tc = stats(&p);
         for round in 0..3 {
-            let watches = tc.stats.watches.load(Ordering::Relaxed);
+            let watches = tc.stats().watches.load(Ordering::Relaxed);
             fault(&sim, "dropWatches=true").await;
             eventually("the reflector re-watches", Duration::from_secs(10), || {
-                tc.stats.watches.load(Ordering::Relaxed) > watches
+                tc.stats().watches.load(Ordering::Relaxed) > watches
             })
             .await;
             write_some(&sim, &format!("drop{round}")).await;
             converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(10)).await;
         }
         // Resuming from the last rv kept the history: no relist was needed.
-        assert_eq!(tc.stats.lists.load(Ordering::Relaxed), 1);
+        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
     })
     .await
     .expect("timed out");
@@ -115,17 +115,17 @@ async fn a_failing_rewatch_backs_off_and_recovers() {
         let sim = SimBuilder::new().start().await;
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
         let tc = stats(&p);
-        let errors = tc.stats.errors.load(Ordering::Relaxed);
+        let errors = tc.stats().errors.load(Ordering::Relaxed);
         // Written while the watch is stalled, so only a resumed watch brings it.
         fault(&sim, "stallWatches=true").await;
         write_some(&sim, "fail").await;
         fault(&sim, "errors=2&dropWatches=true&stallWatches=false").await;
         eventually("both re-watches fail", Duration::from_secs(20), || {
-            tc.stats.errors.load(Ordering::Relaxed) >= errors + 2
+            tc.stats().errors.load(Ordering::Relaxed) >= errors + 2
         })
         .await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(20)).await;
-        assert_eq!(tc.stats.lists.load(Ordering::Relaxed), 1);
+        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
     })
     .await
     .expect("timed out");
@@ -143,7 +143,7 @@ async fn an_expired_watch_relists_into_a_buffer_and_readers_never_see_it_half_bu
         fault(&sim, "latencyMs=300&expire=true").await;
         let reads = async {
             let mut n = 0;
-            while tc.stats.lists.load(Ordering::Relaxed) < 2 {
+            while tc.stats().lists.load(Ordering::Relaxed) < 2 {
                 let r = get(&format!("{}{CONFIGMAPS}?resourceVersion=0", p.url)).await;
                 assert_eq!(r.status, 200, "{}", r.text());
                 // The old state or the relisted one (same objects at a
@@ -182,7 +182,7 @@ async fn writes_made_while_the_watch_was_expired_reach_the_cache() {
         write_some(&sim, "lost").await;
         fault(&sim, "stallWatches=false&expire=true").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(15)).await;
-        assert!(tc.stats.lists.load(Ordering::Relaxed) >= 2);
+        assert!(tc.stats().lists.load(Ordering::Relaxed) >= 2);
     })
     .await
     .expect("timed out");
@@ -195,18 +195,18 @@ async fn a_stalled_watch_is_abandoned_and_resumed() {
         let p =
             synced_proxy(ProxyBuilder::new(&sim.url).watch_idle(Duration::from_millis(500))).await;
         let tc = stats(&p);
-        let watches = tc.stats.watches.load(Ordering::Relaxed);
+        let watches = tc.stats().watches.load(Ordering::Relaxed);
         fault(&sim, "stallWatches=true").await;
         write_some(&sim, "stalled").await;
         eventually(
             "the reflector gives up on the silent watch",
             Duration::from_secs(10),
-            || tc.stats.watches.load(Ordering::Relaxed) >= watches + 2,
+            || tc.stats().watches.load(Ordering::Relaxed) >= watches + 2,
         )
         .await;
         fault(&sim, "stallWatches=false").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(10)).await;
-        assert_eq!(tc.stats.lists.load(Ordering::Relaxed), 1);
+        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
     })
     .await
     .expect("timed out");
@@ -221,8 +221,8 @@ async fn an_undecodable_watch_event_makes_the_reflector_relist_not_corrupt() {
         fault(&sim, "garbageWatchEvents=1").await;
         write_some(&sim, "garbled").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(15)).await;
-        assert!(tc.stats.errors.load(Ordering::Relaxed) >= 1);
-        assert!(tc.stats.lists.load(Ordering::Relaxed) >= 2);
+        assert!(tc.stats().errors.load(Ordering::Relaxed) >= 1);
+        assert!(tc.stats().lists.load(Ordering::Relaxed) >= 2);
     })
     .await
     .expect("timed out");

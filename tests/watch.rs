@@ -428,13 +428,13 @@ async fn a_relist_that_missed_nothing_leaves_open_watches_running() {
         // A compaction with no writes: the reflector relists the same state.
         get(&format!("{}/sim/faults?expire=true", sim.url)).await;
         for _ in 0..300 {
-            if tc.stats.lists.load(Ordering::Relaxed) >= 2 {
+            if tc.stats().lists.load(Ordering::Relaxed) >= 2 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(
-            tc.stats.lists.load(Ordering::Relaxed) >= 2,
+            tc.stats().lists.load(Ordering::Relaxed) >= 2,
             "no relist happened"
         );
         script(&sim.url, "default").await;

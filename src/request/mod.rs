@@ -5,11 +5,13 @@
 
 pub mod accept;
 pub mod continue_token;
+pub mod encoding;
 pub mod options;
 pub mod path;
 pub mod verb;
 
 pub use continue_token::ContinueToken;
+pub use encoding::accepts_gzip;
 pub use options::{ListOptions, ReadMode};
 pub use path::ResourcePath;
 pub use verb::Verb;

@@ -1,15 +1,13 @@
 //! kubecache's HTTP front: accepting connections, dispatching each request
 //! to the cache, the local endpoints or the upstream, and draining on shutdown.
 
-pub mod bodies;
-pub mod compress;
 pub mod health;
 pub mod passthrough;
-pub mod pieces;
 pub mod read;
 pub mod route;
 pub mod watch;
 
+use crate::cache::bodies::{Finished, Output};
 use crate::cache::Cache;
 use crate::encode::pretty::Layout;
 use crate::metrics::{self, ServedBy};
@@ -62,7 +60,7 @@ pub fn typed_response(
 }
 
 /// A finished body with the headers the apiserver sends with it.
-fn body_response(f: bodies::Finished, content_type: &'static str) -> Response<Body> {
+fn body_response(f: Finished, content_type: &'static str) -> Response<Body> {
     let mut r = typed_response(StatusCode::OK, full_body(f.bytes), content_type);
     if f.gzipped {
         let h = r.headers_mut();
@@ -146,9 +144,9 @@ pub async fn handle(state: Arc<ServeState>, req: Request<Incoming>) -> Response<
     let pretty = route::pretty_print(req.uri().query(), req.headers());
     match decision {
         Decision::Cache { tc, read, layout } => {
-            let out = bodies::Output {
+            let out = Output {
                 layout,
-                gzip: compress::accepts_gzip(req.headers()),
+                gzip: crate::request::accepts_gzip(req.headers()),
             };
             let content_type = read.content_type();
             match read::execute(&tc, read, out).await {

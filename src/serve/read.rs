@@ -1,10 +1,8 @@
 //! Executing a read the router decided to serve from the cache.
 
-use super::bodies::{BodyKey, Finished, Output, ReprKey};
-use super::compress;
-use super::pieces::Pieces;
 use super::route::{ForwardReason, Read};
 use super::watch::{self, Interference};
+use crate::cache::bodies::{compress, BodyKey, Finished, Output, Pieces, ReprKey};
 use crate::cache::TypeCache;
 use crate::encode::codec::{Entry, Items, Snapshot, TypeCodec};
 use crate::encode::json;
@@ -44,8 +42,12 @@ async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, Status> {
 async fn finish(body: Bytes, out: Output) -> Outcome {
     match Finished::make(body, out).await {
         Ok(f) => Outcome::Body(f),
-        Err(s) => Outcome::Error(s),
+        Err(e) => Outcome::Error(finish_failed(e)),
     }
+}
+
+fn finish_failed(e: crate::cache::bodies::FinishError) -> Status {
+    Status::internal(format!("finishing the response: {}", e.0))
 }
 
 pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
@@ -171,7 +173,11 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                     }
                 }
                 match repr.list(&codec, &meta, &page.items) {
-                    Ok(body) => Box::pin(Finished::make(body, out)),
+                    Ok(body) => {
+                        Box::pin(
+                            async move { Finished::make(body, out).await.map_err(finish_failed) },
+                        )
+                    }
                     // `holds` said it would: unreachable.
                     Err(e) => Box::pin(std::future::ready(Err(Status::internal(e.to_string())))),
                 }

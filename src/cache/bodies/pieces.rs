@@ -15,7 +15,7 @@
 //! the body is compressed whole (and a kept one is stitched on the first
 //! request after the fill, see [`Pieces::fills`]).
 
-use super::bodies::Budget;
+use super::budget::Budget;
 use super::compress::{stitch, Piece};
 use crate::encode::codec::{Entry, Items};
 use crate::metrics::{self, GzipHow};

@@ -10,62 +10,15 @@
 //! Concurrent misses for one body wait for the first to make it. All types
 //! share one byte budget; a body that does not fit is served and not kept.
 
-use super::compress;
-use crate::encode::pretty::Layout;
+use super::budget::Budget;
+use super::finish::{Finished, Output};
 use crate::encode::table::Include;
 use crate::encode::Repr;
 use crate::metrics;
 use crate::request::accept::MetaVersion;
-use crate::status::Status;
-use bytes::Bytes;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::OnceCell;
-
-/// What a body is finished into besides its representation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Output {
-    pub layout: Layout,
-    /// The client accepts gzip (bodies over the threshold are compressed).
-    pub gzip: bool,
-}
-
-/// A response body as it goes out.
-#[derive(Debug, Clone)]
-pub struct Finished {
-    pub bytes: Bytes,
-    pub gzipped: bool,
-}
-
-impl Finished {
-    /// `body` laid out and compressed as `out` asks; the heavy work (a big
-    /// body to indent or compress) off the async workers.
-    pub async fn make(body: Bytes, out: Output) -> Result<Finished, Status> {
-        let heavy = body.len() > compress::THRESHOLD
-            && (out.gzip || matches!(out.layout, Layout::Indented { .. }));
-        let work = move || {
-            let b = out.layout.apply(body);
-            if out.gzip && b.len() > compress::THRESHOLD {
-                Finished {
-                    bytes: compress::gzip(&b),
-                    gzipped: true,
-                }
-            } else {
-                Finished {
-                    bytes: b,
-                    gzipped: false,
-                }
-            }
-        };
-        if !heavy {
-            return Ok(work());
-        }
-        tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|e| Status::internal(format!("finishing the response: {e}")))
-    }
-}
 
 /// A list body's identity within one snapshot of one type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -122,53 +75,6 @@ impl ReprKey {
     }
 }
 
-/// The bytes all types' kept bodies may take together.
-#[derive(Debug)]
-pub struct Budget {
-    limit: AtomicUsize,
-    used: AtomicUsize,
-}
-
-/// 256 MiB: room for the indented and gzipped forms of a 10,000-pod list.
-pub const DEFAULT_BUDGET: usize = 256 << 20;
-
-impl Default for Budget {
-    fn default() -> Self {
-        Budget {
-            limit: AtomicUsize::new(DEFAULT_BUDGET),
-            used: AtomicUsize::new(0),
-        }
-    }
-}
-
-impl Budget {
-    pub fn set_limit(&self, bytes: usize) {
-        self.limit.store(bytes, Ordering::Relaxed);
-    }
-
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
-    }
-
-    /// Whether anything more can be kept at all.
-    pub(super) fn has_room(&self) -> bool {
-        self.used() < self.limit.load(Ordering::Relaxed)
-    }
-
-    pub(super) fn take(&self, n: usize) -> bool {
-        let limit = self.limit.load(Ordering::Relaxed);
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
-                (u + n <= limit).then_some(u + n)
-            })
-            .is_ok()
-    }
-
-    pub(super) fn give_back(&self, n: usize) {
-        self.used.fetch_sub(n, Ordering::AcqRel);
-    }
-}
-
 struct Kept {
     /// Made for this generation of its key (see [`BodyCache::get_or_make`]).
     generation: i64,
@@ -214,16 +120,16 @@ impl BodyCache {
     /// stitched: how many times its type's pieces were filled, so that a
     /// body compressed whole while they were missing is stitched once they
     /// are there; 0 for the rest).
-    pub async fn get_or_make<F, Fut>(
+    pub async fn get_or_make<F, Fut, E>(
         &self,
         rv: u64,
         key: BodyKey,
         generation: i64,
         make: F,
-    ) -> Result<Finished, Status>
+    ) -> Result<Finished, E>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Finished, Status>>,
+        Fut: std::future::Future<Output = Result<Finished, E>>,
     {
         let cell = {
             let mut inner = self.lock();
@@ -331,6 +237,12 @@ impl Drop for BodyCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A make that failed, for the tests.
+    #[derive(Debug)]
+    struct Failed;
 
     fn key(prefix: &str) -> BodyKey {
         BodyKey {
@@ -342,7 +254,7 @@ mod tests {
         }
     }
 
-    fn body(s: &'static str) -> Result<Finished, Status> {
+    fn body(s: &'static str) -> Result<Finished, Failed> {
         Ok(Finished {
             bytes: Bytes::from_static(s.as_bytes()),
             gzipped: false,
@@ -425,9 +337,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_make_is_not_kept() {
         let c = BodyCache::new(Arc::default());
-        let r = c
-            .get_or_make(1, key(""), 0, || async { Err(Status::internal("no")) })
-            .await;
+        let r = c.get_or_make(1, key(""), 0, || async { Err(Failed) }).await;
         assert!(r.is_err());
         let r = c.get_or_make(1, key(""), 0, || async { body("ok") }).await;
         assert_eq!(r.unwrap().bytes, "ok");

@@ -1,9 +1,13 @@
 //! One reflector per resource type: list (paginated) → watch from the list's
 //! resourceVersion with bookmarks → on 410 or any inconsistency relist into a
 //! buffer and swap it in atomically → back off with jitter on errors, like
-//! client-go's reflector.
+//! client-go's reflector. It writes what it reads through a narrow
+//! [`Writer`] (`writer`), never touching what reads the cache.
 
-use crate::cache::TypeCache;
+mod writer;
+
+pub use writer::Writer;
+
 use crate::encode::codec::{DecodeError, ListStyle, TypeCodec};
 use crate::metrics;
 use crate::store::EventType;
@@ -158,15 +162,15 @@ struct BookmarkMeta {
     resource_version: String,
 }
 
-pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>, cfg: ReflectorConfig) {
+pub async fn run<W: Writer>(up: Arc<Upstream>, writer: Arc<W>, cfg: ReflectorConfig) {
     let mut phase = Phase::Empty;
     let mut backoff = Backoff::new();
-    let resource = tc.rt.gvr.to_string();
+    let resource = writer.resource().to_string();
     loop {
         let next = match &phase {
             Phase::Empty => Ok(Phase::Listing { consistent: false }),
-            Phase::Listing { consistent } => list(&up, &tc, &cfg, *consistent).await,
-            Phase::Watching { rv } => watch(&up, &tc, &cfg, *rv, &mut backoff).await,
+            Phase::Listing { consistent } => list(&up, &*writer, &cfg, *consistent).await,
+            Phase::Watching { rv } => watch(&up, &*writer, &cfg, *rv, &mut backoff).await,
         };
         match next {
             Ok(p) => {
@@ -177,7 +181,7 @@ pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>, cfg: ReflectorConfig) {
             }
             Err(e) => {
                 metrics::reflector_error(&resource, e.phase());
-                tc.stats.errors.fetch_add(1, Ordering::Relaxed);
+                writer.stats().errors.fetch_add(1, Ordering::Relaxed);
                 let relist = match &e {
                     ReflectorError::WatchExpired(_) | ReflectorError::ListExpired => {
                         Phase::Listing { consistent: true }
@@ -204,14 +208,14 @@ pub async fn run(up: Arc<Upstream>, tc: Arc<TypeCache>, cfg: ReflectorConfig) {
 
 async fn list(
     up: &Upstream,
-    tc: &TypeCache,
+    writer: &impl Writer,
     cfg: &ReflectorConfig,
     consistent: bool,
 ) -> Result<Phase, ReflectorError> {
-    let base = tc.rt.gvr.path(None);
+    let base = writer.resource().path(None);
     let mut entries = Vec::new();
     let mut token: Option<String> = None;
-    let mut codec = (*tc.codec()).clone();
+    let mut codec = (*writer.codec()).clone();
     let mut rv;
     loop {
         let query = match &token {
@@ -243,21 +247,15 @@ async fn list(
             None => break,
         }
     }
-    let resource = tc.rt.gvr.to_string();
-    metrics::reflector_list(&resource, tc.store.limits().capacity);
-    tc.set_codec(codec);
     // The list was built aside; readers see either the old or the new state.
-    tc.store.replace(entries, rv);
-    let (objects, bytes) = tc.store.size();
-    metrics::cache_size(&resource, objects, bytes, tc.store.history_len());
-    tc.stats.lists.fetch_add(1, Ordering::Relaxed);
-    tc.mark_synced();
+    writer.replace(codec, entries, rv);
+    writer.stats().lists.fetch_add(1, Ordering::Relaxed);
     Ok(Phase::Watching { rv })
 }
 
 async fn watch(
     up: &Upstream,
-    tc: &TypeCache,
+    writer: &impl Writer,
     cfg: &ReflectorConfig,
     rv: u64,
     backoff: &mut Backoff,
@@ -266,9 +264,9 @@ async fn watch(
     let timeout = rand::rng().random_range(300..600);
     let path = format!(
         "{}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout}",
-        tc.rt.gvr.path(None)
+        writer.resource().path(None)
     );
-    tc.stats.watches.fetch_add(1, Ordering::Relaxed);
+    writer.stats().watches.fetch_add(1, Ordering::Relaxed);
     let resp = tokio::time::timeout(cfg.watch_idle, up.get(&path))
         .await
         .map_err(|_| ReflectorError::WatchStalled(cfg.watch_idle))?
@@ -290,8 +288,8 @@ async fn watch(
             body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
         }));
     }
-    let codec = tc.codec();
-    let resource = tc.rt.gvr.to_string();
+    let codec = writer.codec();
+    let resource = writer.resource().to_string();
     let mut body = resp.into_body();
     let mut buf = BytesMut::new();
     let mut last = rv;
@@ -320,7 +318,7 @@ async fn watch(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            last = apply_event(tc, &codec, &resource, line, last)?;
+            last = apply_event(writer, &codec, &resource, line, last)?;
             if started.elapsed() > Duration::from_secs(1) {
                 backoff.reset();
             }
@@ -332,13 +330,13 @@ async fn watch(
         }
     }
     if !buf.is_empty() && !buf.chunk().iter().all(u8::is_ascii_whitespace) {
-        last = apply_event(tc, &codec, &resource, &buf, last)?;
+        last = apply_event(writer, &codec, &resource, &buf, last)?;
     }
     Ok(Phase::Watching { rv: last })
 }
 
 fn apply_event(
-    tc: &TypeCache,
+    writer: &impl Writer,
     codec: &TypeCodec,
     resource: &str,
     line: &[u8],
@@ -358,7 +356,7 @@ fn apply_event(
                 b.metadata.resource_version.parse().map_err(|_| {
                     ReflectorError::WatchDecode("bookmark without a numeric rv".into())
                 })?;
-            tc.store.advance(rv);
+            writer.advance(rv);
             return Ok(rv.max(last));
         }
         "ERROR" => {
@@ -378,10 +376,8 @@ fn apply_event(
         .from_object(raw)
         .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
     let rv = entry.rv;
-    tc.store.apply(kind, Arc::new(entry))?;
+    writer.apply(kind, Arc::new(entry))?;
     metrics::watch_event(resource, kind.as_str());
-    let (objects, bytes) = tc.store.size();
-    metrics::cache_size(resource, objects, bytes, tc.store.history_len());
     Ok(rv)
 }
 

@@ -1,14 +1,14 @@
-//! The registry of watch caches: one `TypeCache` (store + reflector +
-//! readiness latch) per resource type, started on first use or eagerly, and
-//! the discovery they are built from. The reflectors and their upstream
-//! connections run on the cache's own runtime, apart from the one serving
-//! clients.
+//! The registry of watch caches: one [`TypeCache`] per resource type,
+//! started on first use or eagerly, and the discovery they are built from.
+//! The reflectors and their upstream connections run on the cache's own
+//! runtime, apart from the one serving clients.
 
-use crate::encode::codec::{ListStyle, Store, TypeCodec};
+use super::bodies::Budget;
+use super::type_cache::TypeCache;
+use crate::encode::codec::ListStyle;
 use crate::encode::print::Printer;
-use crate::reflector::{self, ReflectorConfig, ReflectorStats};
+use crate::reflector::{self, ReflectorConfig};
 use crate::resource::{GroupVersionResource, ResourceType};
-use crate::serve::bodies::{BodyCache, Budget};
 use crate::store::HistoryLimits;
 use crate::upstream::discovery::Discovery;
 use crate::upstream::{Upstream, UpstreamConfig, UpstreamError};
@@ -16,80 +16,12 @@ use dashmap::DashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
-
-pub struct TypeCache {
-    pub rt: ResourceType,
-    pub store: Store,
-    /// Shared, not cloned, per request; replaced whole when a list teaches the style.
-    codec: RwLock<Arc<TypeCodec>>,
-    synced: watch::Sender<bool>,
-    pub stats: ReflectorStats,
-    /// A built-in type's Table printer (or that it has none), found once.
-    builtin_printer: std::sync::OnceLock<Option<Arc<Printer>>>,
-    /// A custom resource's Table printer, kept while its CRD is unchanged.
-    custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
-    /// Finished list bodies of the newest snapshot.
-    pub bodies: BodyCache,
-    /// Gzip pieces of the objects, for stitching gzipped lists.
-    pub pieces: Arc<crate::serve::pieces::Pieces>,
-}
-
-impl AsRef<Store> for TypeCache {
-    fn as_ref(&self) -> &Store {
-        &self.store
-    }
-}
-
-impl TypeCache {
-    pub fn new(rt: ResourceType, limits: HistoryLimits, budget: Arc<Budget>) -> Self {
-        let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
-        TypeCache {
-            rt,
-            store: Store::new(limits),
-            codec: RwLock::new(Arc::new(codec)),
-            synced: watch::channel(false).0,
-            stats: ReflectorStats::default(),
-            builtin_printer: Default::default(),
-            custom_printer: Default::default(),
-            bodies: BodyCache::new(budget.clone()),
-            pieces: Arc::new(crate::serve::pieces::Pieces::new(budget)),
-        }
-    }
-
-    pub fn codec(&self) -> Arc<TypeCodec> {
-        self.codec.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    pub fn set_codec(&self, c: TypeCodec) {
-        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(c);
-    }
-
-    /// The readiness latch: once synced, a type stays servable; relists swap
-    /// state atomically, so readers never see a half-built list.
-    pub fn mark_synced(&self) {
-        self.synced.send_replace(true);
-    }
-
-    pub fn is_synced(&self) -> bool {
-        *self.synced.borrow()
-    }
-
-    pub async fn wait_synced(&self, timeout: Duration) -> bool {
-        let mut rx = self.synced.subscribe();
-        let synced = matches!(
-            tokio::time::timeout(timeout, rx.wait_for(|s| *s)).await,
-            Ok(Ok(_))
-        );
-        synced
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
-    #[error("starting the cache's runtime: {0}")]
-    Runtime(std::io::Error),
-    #[error(transparent)]
+    #[error("starting the cache's runtime")]
+    Runtime(#[source] std::io::Error),
+    #[error("the cache's upstream client")]
     Upstream(#[from] UpstreamError),
 }
 
@@ -238,10 +170,7 @@ impl Cache {
     pub fn table_printer(&self, tc: &TypeCache) -> Option<Arc<Printer>> {
         let gvr = &tc.rt.gvr;
         if tc.codec().style == ListStyle::Typed {
-            return tc
-                .builtin_printer
-                .get_or_init(|| Printer::builtin(&gvr.group, &gvr.version, &gvr.resource))
-                .clone();
+            return tc.builtin_printer();
         }
         let crds =
             GroupVersionResource::new("apiextensions.k8s.io", "v1", "customresourcedefinitions");
@@ -254,7 +183,7 @@ impl Cache {
         let crd = snap
             .items
             .get(format!("{}.{}", gvr.resource, gvr.group).as_str())?;
-        let mut cached = tc.custom_printer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cached = tc.custom_printer();
         if let Some(p) = cached.as_ref().filter(|p| p.id() == crd.rv) {
             return Some(p.clone());
         }

@@ -1,0 +1,32 @@
+//! The narrow side of a type's cache that a reflector writes through, as
+//! kube-runtime's `reflector::store::Writer`: the reflector learns only
+//! what to list and watch and how to decode it, and hands over whole lists,
+//! events and progress; readers of the cache never see it.
+
+use super::ReflectorStats;
+use crate::encode::codec::{Entry, TypeCodec};
+use crate::resource::GroupVersionResource;
+use crate::store::{EventType, StoreError};
+use std::sync::Arc;
+
+pub trait Writer: Send + Sync + 'static {
+    /// The type reflected.
+    fn resource(&self) -> &GroupVersionResource;
+
+    /// The codec to decode the upstream's objects with.
+    fn codec(&self) -> Arc<TypeCodec>;
+
+    /// A whole list at `rv`, decoded with `codec` (a first list teaches
+    /// it the type's list style): it replaces the state at once, and the
+    /// type can be served from then on.
+    fn replace(&self, codec: TypeCodec, entries: Vec<Arc<Entry>>, rv: u64);
+
+    /// One event, newer than everything before it.
+    fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError>;
+
+    /// A bookmark: nothing changed up to `rv`.
+    fn advance(&self, rv: u64);
+
+    /// Where the reflector counts what it did.
+    fn stats(&self) -> &ReflectorStats;
+}
