@@ -16,8 +16,12 @@ use std::time::Duration;
 pub enum ConfigError {
     #[error("reading config file {0}: {1}")]
     Read(String, std::io::Error),
-    #[error("config file {0}: {1}")]
-    Parse(String, serde_yaml::Error),
+    #[error("config file {path}: {}", one_line(.source))]
+    Parse {
+        path: String,
+        #[source]
+        source: serde_saphyr::Error,
+    },
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
@@ -60,7 +64,10 @@ impl FileConfig {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let raw =
             std::fs::read(path).map_err(|e| ConfigError::Read(path.display().to_string(), e))?;
-        serde_yaml::from_slice(&raw).map_err(|e| ConfigError::Parse(path.display().to_string(), e))
+        serde_saphyr::from_slice(&raw).map_err(|source| ConfigError::Parse {
+            path: path.display().to_string(),
+            source,
+        })
     }
 
     pub fn into_serve(self) -> Result<ServeConfig, ConfigError> {
@@ -163,6 +170,12 @@ impl FileConfig {
     }
 }
 
+/// A YAML error without the snippet of the file it would draw.
+fn one_line(e: &serde_saphyr::Error) -> String {
+    let text = e.without_snippet().to_string();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// `v1/pods` or `apps/v1/deployments`.
 pub fn parse_gvr(s: &str) -> Result<crate::resource::GroupVersionResource, ConfigError> {
     let parts: Vec<&str> = s.split('/').collect();
@@ -240,7 +253,7 @@ mod tests {
 
     #[test]
     fn unknown_file_keys_are_rejected() {
-        let r: Result<FileConfig, _> = serde_yaml::from_str("listen: x\nbogus: 1\n");
+        let r: Result<FileConfig, _> = serde_saphyr::from_str("listen: x\nbogus: 1\n");
         assert!(r.is_err());
     }
 }
