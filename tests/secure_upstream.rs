@@ -27,13 +27,16 @@ fn secure() -> (String, PathBuf, String) {
 }
 
 fn config(url: &str, run: &std::path::Path, token: TokenSource) -> UpstreamConfig {
+    let up = UpstreamConfig::new(url)
+        .unwrap()
+        .with_ca_file(&run.join("certs/apiserver.crt"))
+        .unwrap();
     UpstreamConfig {
-        url: url.into(),
-        ca_pem: Some(std::fs::read(run.join("certs/apiserver.crt")).unwrap()),
         credentials: Credentials {
             token: Some(token),
             ..Credentials::default()
         },
+        ..up
     }
 }
 
