@@ -3,10 +3,9 @@
 
 use crate::serve::route::ConsistentReads;
 use crate::store::HistoryLimits;
-use crate::upstream::auth::{ClientCert, Credentials};
-use crate::upstream::credentials::{BearerToken, TokenSource};
-use crate::upstream::kubeconfig;
-use crate::upstream::UpstreamConfig;
+use crate::upstream::kubeconfig::{self, KubeconfigError};
+use crate::upstream::{UpstreamConfig, UpstreamError};
+use kube_client::config::KubeConfigOptions;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,12 +15,18 @@ use std::time::Duration;
 pub enum ConfigError {
     #[error("reading config file {0}: {1}")]
     Read(String, std::io::Error),
-    #[error("config file {0}: {1}")]
-    Parse(String, serde_yaml::Error),
+    #[error("config file {path}: {}", one_line(.source))]
+    Parse {
+        path: String,
+        #[source]
+        source: serde_saphyr::Error,
+    },
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
-    Upstream(#[from] kubeconfig::KubeconfigError),
+    Kubeconfig(#[from] KubeconfigError),
+    #[error("{0}")]
+    Upstream(#[from] UpstreamError),
 }
 
 /// The file's shape; every field optional so flags can fill the gaps.
@@ -32,6 +37,8 @@ pub struct FileConfig {
     pub upstream: Option<String>,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    pub cluster: Option<String>,
+    pub user: Option<String>,
     pub token_file: Option<PathBuf>,
     pub ca_file: Option<PathBuf>,
     pub client_cert_file: Option<PathBuf>,
@@ -60,7 +67,10 @@ impl FileConfig {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let raw =
             std::fs::read(path).map_err(|e| ConfigError::Read(path.display().to_string(), e))?;
-        serde_yaml::from_slice(&raw).map_err(|e| ConfigError::Parse(path.display().to_string(), e))
+        serde_saphyr::from_slice(&raw).map_err(|source| ConfigError::Parse {
+            path: path.display().to_string(),
+            source,
+        })
     }
 
     pub fn into_serve(self) -> Result<ServeConfig, ConfigError> {
@@ -68,6 +78,18 @@ impl FileConfig {
         let listen: SocketAddr = listen_s.parse().map_err(|_| {
             ConfigError::Invalid(format!("listen address {listen_s:?} is not HOST:PORT"))
         })?;
+        let picks = KubeConfigOptions {
+            context: self.context,
+            cluster: self.cluster,
+            user: self.user,
+        };
+        let picked = picks.context.is_some() || picks.cluster.is_some() || picks.user.is_some();
+        let files = [
+            &self.token_file,
+            &self.ca_file,
+            &self.client_cert_file,
+            &self.client_key_file,
+        ];
         let upstream = match (self.upstream, self.kubeconfig) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::Invalid(
@@ -75,64 +97,51 @@ impl FileConfig {
                 ))
             }
             (Some(url), None) => {
+                if picked {
+                    return Err(ConfigError::Invalid(
+                        "--context, --cluster and --user pick from a kubeconfig, not --upstream"
+                            .into(),
+                    ));
+                }
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(ConfigError::Invalid(format!(
                         "upstream {url:?} must start with http:// or https://"
                     )));
                 }
-                let token = match &self.token_file {
-                    Some(f) => {
-                        // Read now so a bad file is a config error; the
-                        // upstream client re-reads it as it rotates.
-                        let source = TokenSource::File(f.clone());
-                        BearerToken::new(&source)
-                            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-                        Some(source)
+                let mut up = UpstreamConfig::new(&url)?;
+                if let Some(f) = &self.ca_file {
+                    up = up.with_ca_file(f)?;
+                }
+                match (&self.client_cert_file, &self.client_key_file) {
+                    (Some(cert), Some(key)) => up = up.with_client_cert(cert, key)?,
+                    (None, None) => {}
+                    _ => {
+                        return Err(ConfigError::Invalid(
+                            "give --client-cert and --client-key together".into(),
+                        ))
                     }
-                    None => None,
-                };
-                let read = |f: &Option<PathBuf>| match f {
-                    Some(f) => std::fs::read(f)
-                        .map(Some)
-                        .map_err(|e| ConfigError::Read(f.display().to_string(), e)),
-                    None => Ok(None),
-                };
-                let client_cert =
-                    match (read(&self.client_cert_file)?, read(&self.client_key_file)?) {
-                        (Some(cert_pem), Some(key_pem)) => {
-                            let c = ClientCert { cert_pem, key_pem };
-                            c.certified_key()
-                                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-                            Some(c)
-                        }
-                        (None, None) => None,
-                        _ => {
-                            return Err(ConfigError::Invalid(
-                                "give --client-cert and --client-key together".into(),
-                            ))
-                        }
-                    };
-                UpstreamConfig {
-                    url,
-                    ca_pem: read(&self.ca_file)?,
-                    credentials: Credentials {
-                        token,
-                        client_cert,
-                        exec: None,
-                    },
+                }
+                if let Some(f) = &self.token_file {
+                    up = up.with_token_file(f)?;
+                }
+                up
+            }
+            (None, kc) => {
+                if files.iter().any(|f| f.is_some()) {
+                    return Err(ConfigError::Invalid(
+                        "--token-file, --ca-file, --client-cert and --client-key go with --upstream; a kubeconfig names its own".into(),
+                    ));
+                }
+                match kc {
+                    Some(kc) => kubeconfig::from_file(&kc, &picks)?,
+                    None => kubeconfig::infer(&picks).map_err(|e| match e {
+                        KubeconfigError::NotInCluster { .. } => ConfigError::Invalid(format!(
+                            "no --upstream or --kubeconfig given, {e}"
+                        )),
+                        e => e.into(),
+                    })?,
                 }
             }
-            (None, Some(kc)) => {
-                let c = kubeconfig::from_kubeconfig(&kc, self.context.as_deref())?;
-                if let Some(cert) = &c.credentials.client_cert {
-                    cert.certified_key()
-                        .map_err(|e| ConfigError::Invalid(format!("{}: {e}", kc.display())))?;
-                }
-                c
-            }
-            (None, None) => kubeconfig::in_cluster().map_err(|e| {
-                ConfigError::Invalid(format!("no --upstream or --kubeconfig given, and {e}"))
-            })?,
         };
         let defaults = HistoryLimits::default();
         let history = HistoryLimits {
@@ -161,6 +170,12 @@ impl FileConfig {
             eager,
         })
     }
+}
+
+/// A YAML error without the snippet of the file it would draw.
+fn one_line(e: &serde_saphyr::Error) -> String {
+    let text = e.without_snippet().to_string();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `v1/pods` or `apps/v1/deployments`.
@@ -193,6 +208,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.upstream.url, "http://127.0.0.1:8080");
         assert!(c.upstream.credentials == Default::default());
+        assert!(c.upstream.tls.root_cert.is_none());
     }
 
     #[test]
@@ -240,7 +256,7 @@ mod tests {
 
     #[test]
     fn unknown_file_keys_are_rejected() {
-        let r: Result<FileConfig, _> = serde_yaml::from_str("listen: x\nbogus: 1\n");
+        let r: Result<FileConfig, _> = serde_saphyr::from_str("listen: x\nbogus: 1\n");
         assert!(r.is_err());
     }
 }

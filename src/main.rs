@@ -132,13 +132,23 @@ struct DemoArgs {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// The apiserver's URL (http:// with no credentials works).
+    /// The apiserver's URL (http:// with no credentials works). Without it
+    /// or --kubeconfig: KUBECONFIG's files, else ~/.kube/config, else the
+    /// pod's service account, as client-go tools do.
     #[arg(long)]
     upstream: Option<String>,
+    /// A kubeconfig file, read alone (KUBECONFIG is not merged in).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use instead of its current-context.
     #[arg(long)]
     context: Option<String>,
+    /// The kubeconfig cluster to use instead of the context's.
+    #[arg(long)]
+    cluster: Option<String>,
+    /// The kubeconfig user to use instead of the context's.
+    #[arg(long)]
+    user: Option<String>,
     /// A bearer token file for --upstream.
     #[arg(long)]
     token_file: Option<PathBuf>,
@@ -168,15 +178,25 @@ impl ServeArgs {
             Some(p) => FileConfig::load(p).map_err(|e| e.to_string())?,
             None => FileConfig::default(),
         };
+        if self.upstream.is_some() && self.kubeconfig.is_some() {
+            return Err("give either --upstream or --kubeconfig, not both".into());
+        }
+        // A flag that says where the upstream is sets aside the file's
+        // upstream, and what went with it.
         if self.upstream.is_some() {
             file.upstream = self.upstream;
             file.kubeconfig = None;
+            (file.context, file.cluster, file.user) = (None, None, None);
         }
         if self.kubeconfig.is_some() {
             file.kubeconfig = self.kubeconfig;
             file.upstream = None;
+            (file.token_file, file.ca_file) = (None, None);
+            (file.client_cert_file, file.client_key_file) = (None, None);
         }
         file.context = self.context.or(file.context);
+        file.cluster = self.cluster.or(file.cluster);
+        file.user = self.user.or(file.user);
         file.token_file = self.token_file.or(file.token_file);
         file.ca_file = self.ca_file.or(file.ca_file);
         file.client_cert_file = self.client_cert.or(file.client_cert_file);

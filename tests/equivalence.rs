@@ -14,7 +14,7 @@ use std::time::Duration;
 
 fn cm(name: &str, i: usize) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
-           "metadata": {"name": name, "labels": {"i": i.to_string(), "parity": if i % 2 == 0 {"even"} else {"odd"}}},
+           "metadata": {"name": name, "labels": {"i": i.to_string(), "parity": if i.is_multiple_of(2) {"even"} else {"odd"}}},
            "data": {"k": format!("v{i}")}})
 }
 

@@ -197,12 +197,11 @@ async fn requests_go_up_whole_with_the_proxys_credentials_and_without_hop_header
         .await;
         let p = ProxyBuilder::new(&up)
             .upstream(UpstreamConfig {
-                url: up.clone(),
-                ca_pem: None,
                 credentials: Credentials {
                     token: Some(TokenSource::Inline("proxy-token".into())),
                     ..Credentials::default()
                 },
+                ..UpstreamConfig::new(&up).unwrap()
             })
             .start()
             .await;
@@ -304,12 +303,11 @@ async fn a_failing_credential_plugin_is_a_503_that_keeps_its_output_to_the_log()
         };
         let p = ProxyBuilder::new(&up)
             .upstream(UpstreamConfig {
-                url: up.clone(),
-                ca_pem: None,
                 credentials: Credentials {
                     exec: Some(exec),
                     ..Credentials::default()
                 },
+                ..UpstreamConfig::new(&up).unwrap()
             })
             .start()
             .await;

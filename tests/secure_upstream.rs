@@ -2,8 +2,8 @@
 //! against the apiserver's CA, the proxy's bearer token read from a file,
 //! and the apiserver's own 401 passed through when the token is wrong;
 //! client certificates (EC and RSA keys, files and inline data) and exec
-//! credential plugins (a token replaced after a 401, a client certificate)
-//! from kubeconfigs.
+//! credential plugins (a token replaced after a 401, a client certificate,
+//! a refused certificate replaced on new connections) from kubeconfigs.
 #![cfg(feature = "real-apiserver")]
 
 mod common;
@@ -27,13 +27,16 @@ fn secure() -> (String, PathBuf, String) {
 }
 
 fn config(url: &str, run: &std::path::Path, token: TokenSource) -> UpstreamConfig {
+    let up = UpstreamConfig::new(url)
+        .unwrap()
+        .with_ca_file(&run.join("certs/apiserver.crt"))
+        .unwrap();
     UpstreamConfig {
-        url: url.into(),
-        ca_pem: Some(std::fs::read(run.join("certs/apiserver.crt")).unwrap()),
         credentials: Credentials {
             token: Some(token),
             ..Credentials::default()
         },
+        ..up
     }
 }
 
@@ -252,6 +255,64 @@ printf '%s{{"clientCertificateData":"%s","clientKeyData":"%s","expirationTimesta
         let r = namespaces_through(kubeconfig("exec-cert", &user)).await;
         assert_eq!(r.status, 200, "{}", r.text());
         assert_eq!(r.json()["kind"], "NamespaceList");
+    })
+    .await
+    .expect("timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_plugins_refused_certificate_is_replaced_on_new_connections() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // The first run answers a certificate of a CA the apiserver does
+        // not trust, the later ones an admin's. The refused identity stays
+        // with the connections made with it, and with any TLS session
+        // resumed from theirs: only new connections with full handshakes
+        // present the new certificate.
+        let certs = client_certs();
+        let (user, dir) = exec_user(&format!(
+            r#"n=$(( $(cat runs 2>/dev/null || echo 0) + 1 )); echo $n > runs
+if [ $n = 1 ]; then who=stranger; else who=admin-ec; fi
+pem() {{ awk '{{printf "%s\\n", $0}}' "$1"; }}
+printf '%s{{"clientCertificateData":"%s","clientKeyData":"%s"}}}}' '{CREDENTIAL}' "$(pem $who.crt)" "$(pem $who.key)""#
+        ));
+        for f in ["admin-ec", "stranger"] {
+            for ext in ["crt", "key"] {
+                let f = format!("{f}.{ext}");
+                std::fs::copy(certs.join(&f), dir.join(&f)).unwrap();
+            }
+        }
+        let cfg = kubeconfig("exec-cert-replaced", &user);
+        let p = ProxyBuilder::new(&cfg.url.clone())
+            .upstream(cfg)
+            .start()
+            .await;
+        let mut last = 0;
+        for _ in 0..100 {
+            last = get(&format!("{}/version", p.url)).await.status.as_u16();
+            if last == 200 {
+                break;
+            }
+            assert_eq!(last, 401);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(last, 200, "the new certificate was never presented");
+        // The cache's client had its discovery refused on a connection
+        // with the first certificate: it syncs once it no longer uses
+        // that connection, nor resumes its session.
+        let mut synced = false;
+        for _ in 0..100 {
+            let r = get(&format!("{}/api/v1/namespaces?resourceVersion=0", p.url)).await;
+            assert_eq!(r.status, 200, "{}", r.text());
+            let ready = get(&format!("{}/readyz?verbose", p.url)).await.text();
+            if ready.contains("[+]informer-sync/v1/namespaces ok") {
+                synced = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(synced, "the cache's client kept the refused certificate");
+        let runs = std::fs::read_to_string(dir.join("runs")).unwrap();
+        assert_eq!(runs.trim(), "2", "the plugin runs again only once refused");
     })
     .await
     .expect("timed out");

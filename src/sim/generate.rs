@@ -261,7 +261,7 @@ impl Generator {
             _ => "Running",
         };
         let running = phase == "Running";
-        let restarts = if i % 7 == 0 {
+        let restarts = if i.is_multiple_of(7) {
             self.rng.random_range(1..12)
         } else {
             0

@@ -2,12 +2,21 @@
 //! file, or an exec plugin's) and a TLS client certificate (the
 //! kubeconfig's, or an exec plugin's). An exec plugin's credential is kept
 //! until it expires or the upstream answers 401 to it, then the plugin is
-//! run again, as client-go's exec authenticator does.
+//! run again, as client-go's exec authenticator does; kube-client's auth
+//! layer does neither (see exec.rs).
+//!
+//! kube-client would present a kubeconfig's certificate through rustls's
+//! `with_client_auth_cert`, which parses it with webpki and refuses X.509
+//! v1 certificates (`UnsupportedCertVersion`): those `openssl x509 -req`
+//! makes without extensions, which client-go presents. So certificates
+//! are presented here, from a resolver of kubecache's own.
 
 use super::credentials::{BearerToken, CredentialsError, TokenSource};
 use super::exec::{usable, ExecConfig, ExecCredential, ExecError};
 use http::HeaderValue;
 use rustls::client::ResolvesClientCert;
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 use rustls::SignatureScheme;
 use std::sync::{Arc, RwLock};
@@ -16,9 +25,17 @@ use std::time::SystemTime;
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     #[error("client certificate: {0}")]
-    Certificate(String),
+    Certificate(#[source] pem::Error),
+    #[error("client certificate: no PEM certificate found")]
+    NoCertificate,
     #[error("client key: {0}")]
-    Key(String),
+    Key(#[source] pem::Error),
+    #[error("client key: no PEM private key found")]
+    NoKey,
+    #[error("client key: {0}")]
+    Signer(#[source] rustls::Error),
+    #[error("the client key is not the certificate's")]
+    Mismatch,
     #[error(transparent)]
     Token(#[from] CredentialsError),
     #[error(transparent)]
@@ -33,21 +50,31 @@ pub struct ClientCert {
 }
 
 impl ClientCert {
-    /// The chain and key as a TLS handshake signs with them; refuses what
-    /// does not parse, so that a bad file is a configuration error.
+    /// The chain and key as a TLS handshake signs with them; what does not
+    /// parse, or a key that is not the certificate's, is refused (as Go's
+    /// tls.X509KeyPair refuses it).
     pub fn certified_key(&self) -> Result<CertifiedKey, AuthError> {
-        let certs = rustls_pemfile::certs(&mut self.cert_pem.as_slice())
+        let certs = CertificateDer::pem_slice_iter(&self.cert_pem)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| AuthError::Certificate(e.to_string()))?;
+            .map_err(AuthError::Certificate)?;
         if certs.is_empty() {
-            return Err(AuthError::Certificate("no PEM certificate found".into()));
+            return Err(AuthError::NoCertificate);
         }
-        let key = rustls_pemfile::private_key(&mut self.key_pem.as_slice())
-            .map_err(|e| AuthError::Key(e.to_string()))?
-            .ok_or_else(|| AuthError::Key("no PEM private key found".into()))?;
-        let signer = rustls::crypto::ring::sign::any_supported_type(&key)
-            .map_err(|e| AuthError::Key(e.to_string()))?;
-        Ok(CertifiedKey::new(certs, signer))
+        let key = PrivateKeyDer::from_pem_slice(&self.key_pem).map_err(|e| match e {
+            pem::Error::NoItemsFound => AuthError::NoKey,
+            e => AuthError::Key(e),
+        })?;
+        let signer =
+            rustls::crypto::ring::sign::any_supported_type(&key).map_err(AuthError::Signer)?;
+        let certified = CertifiedKey::new(certs, signer);
+        // Only a mismatch refuses: a certificate webpki cannot parse (X.509
+        // v1) is still presented, as client-go presents it.
+        match certified.keys_match() {
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+                Err(AuthError::Mismatch)
+            }
+            _ => Ok(certified),
+        }
     }
 }
 
@@ -72,7 +99,7 @@ impl ResolvesClientCert for CertSlot {
     }
 }
 
-/// How the proxy authenticates, as configured.
+/// The credentials the proxy presents itself, as configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Credentials {
     pub token: Option<TokenSource>,
@@ -250,12 +277,10 @@ impl Current {
     }
 }
 
+/// A client certificate and key for tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::upstream::exec::testing::plugin;
-
-    const CERT: &str = "-----BEGIN CERTIFICATE-----
+pub(crate) mod testing {
+    pub const CERT: &str = "-----BEGIN CERTIFICATE-----
 MIIBijCCAS+gAwIBAgIUXADgZEgt/HvRI3Uat5oBezzaX0owCgYIKoZIzj0EAwIw
 GTEXMBUGA1UEAwwOa3ViZWNhY2hlLXVuaXQwIBcNMjYxMTIyMDc0MjM5WhgPMjEy
 NjEwMjkwNzQyMzlaMBkxFzAVBgNVBAMMDmt1YmVjYWNoZS11bml0MFkwEwYHKoZI
@@ -268,12 +293,44 @@ K+C2IQfQdjQcWsw6QEY=
 -----END CERTIFICATE-----
 ";
     /// PKCS#8, as `openssl req -newkey` writes it.
-    const KEY: &str = "-----BEGIN PRIVATE KEY-----
+    pub const KEY: &str = "-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgj3zkxJkazdx1TZVu
 opWzRQaTVnYwqI4EhwhpDDzNE4WhRANCAATDJP+zYkj8hB2tLu7nohrjuT14Ot3A
 bi3PABwp3Rd++bprsf9ASPxsn6uiqmN4eRZLoHfy1FLspx5wDIZVFbzU
 -----END PRIVATE KEY-----
 ";
+    /// Another key: not the certificate's.
+    pub const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgA/cfIy7ECSPemuSp
+Px1ZVzo+ySGbBSPrcjplUGmkXMShRANCAASja1k+xYQqZnUGnnalTkxDuG0yoihy
+pwvgajAn098xNHakbjeLyc/tTz/qChq2/GTXpYSnxixTgXb7gtREkYz8
+-----END PRIVATE KEY-----
+";
+    /// An X.509 v1 certificate, as `openssl x509 -req` makes one without
+    /// extensions, and its key.
+    pub const V1_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBKjCB0QIUDam04M+grkVIy3r7JMFclCspIJ8wCgYIKoZIzj0EAwIwFzEVMBMG
+A1UEAwwMa3ViZWNhY2hlLXYxMCAXDTI2MTEyNDA3MDQ1MFoYDzIxMjYxMDMxMDcw
+NDUwWjAXMRUwEwYDVQQDDAxrdWJlY2FjaGUtdjEwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAARMEVfHs/x2LyekLYiANhLbX9whxJs1w3D3UdkTbR/1mMcJbCNB+I8x
+TNoWkUNHeXyfq5sT8NGcIHvswY3cbkyYMAoGCCqGSM49BAMCA0gAMEUCIAzRsTTa
+8KXmGXPMmrg3Jw8fy7AqMf+1vsl1OB2mXxAMAiEAo706c1uP6YLREmSnxtw0++Wk
+M+yNimdQ6FoWb1C3ikE=
+-----END CERTIFICATE-----
+";
+    pub const V1_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg6BjLjy/Y2vwKdAOA
+kShudhMg5Y+fDlPXcuSnGA5gR4mhRANCAARMEVfHs/x2LyekLYiANhLbX9whxJs1
+w3D3UdkTbR/1mMcJbCNB+I8xTNoWkUNHeXyfq5sT8NGcIHvswY3cbkyY
+-----END PRIVATE KEY-----
+";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{CERT, KEY, OTHER_KEY};
+    use super::*;
+    use crate::upstream::exec::testing::plugin;
 
     fn cert(cert: &str, key: &str) -> ClientCert {
         ClientCert {
@@ -298,6 +355,7 @@ bi3PABwp3Rd++bprsf9ASPxsn6uiqmN4eRZLoHfy1FLspx5wDIZVFbzU
                 "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
                 "client key",
             ),
+            (CERT, OTHER_KEY, "not the certificate's"),
         ] {
             let e = cert(c, k).certified_key().unwrap_err();
             assert!(e.to_string().contains(words), "{words}: {e}");

@@ -1,6 +1,12 @@
 //! The proxy's own bearer token. A token that came from a file is re-read
 //! once a minute, as client-go's cachingTokenSource does, because the
 //! kubelet rotates projected service-account tokens in place.
+//!
+//! kube-client re-reads token files too, but sends a file's content as it
+//! is: a token file ending in a newline (as `echo`, editors and
+//! `kubectl create token > file` write it) fails every request with
+//! "invalid bearer token", where client-go trims it. So token files, the
+//! pod's included, are read here.
 
 use http::HeaderValue;
 use std::path::PathBuf;
@@ -17,7 +23,7 @@ pub enum TokenSource {
 #[derive(Debug, thiserror::Error)]
 pub enum CredentialsError {
     #[error("reading token file {0}: {1}")]
-    Read(String, std::io::Error),
+    Read(String, #[source] std::io::Error),
     #[error("token file {0} is empty")]
     Empty(String),
     #[error("the token is not a valid header value")]

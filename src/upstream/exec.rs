@@ -3,8 +3,15 @@
 //! `ExecCredential` request in `KUBERNETES_EXEC_INFO`, no stdin, and its
 //! answer — a bearer token or a client certificate and key — kept until its
 //! `expirationTimestamp`, or until the upstream answers 401 to it.
+//!
+//! kube-client reads the plugin's configuration, but kubecache runs it:
+//! kube-client runs a plugin when a client is built (once for its TLS
+//! configuration, again for its auth layer), blocking, with the terminal's
+//! stdin and stderr unless `interactiveMode: Never`; it runs it again only
+//! as a token nears its expiry, never after a 401 nor for a certificate,
+//! and it takes answers client-go refuses.
 
-use base64::Engine;
+use kube_client::config::ExecInteractiveMode;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -32,6 +39,8 @@ pub enum ExecError {
     Decode(String, serde_json::Error),
     #[error("exec plugin {0:?}: {1}")]
     Invalid(String, String),
+    #[error("exec: {0}")]
+    Config(String),
 }
 
 /// What the kubeconfig says to run.
@@ -43,14 +52,9 @@ pub struct ExecConfig {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub install_hint: Option<String>,
-    /// `provideClusterInfo`: the cluster's server and CA go in the request.
-    pub cluster: Option<ClusterInfo>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterInfo {
-    pub server: String,
-    pub ca_pem: Option<Vec<u8>>,
+    /// `provideClusterInfo`: the request's `spec.cluster`, as kube-client
+    /// writes the cluster (server, CA data, TLS server name…).
+    pub cluster: Option<serde_json::Value>,
 }
 
 /// A credential the plugin gave.
@@ -74,6 +78,53 @@ pub fn usable(now: SystemTime, expires: Option<SystemTime>) -> bool {
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 impl ExecConfig {
+    /// The plugin of a kubeconfig's user, as kube-client read it: a
+    /// relative command with a slash already resolved against the
+    /// kubeconfig's folder, the cluster filled in when
+    /// `provideClusterInfo`. What client-go refuses, and what a proxy
+    /// cannot do, is refused.
+    pub fn from_kubeconfig(e: &kube_client::config::ExecConfig) -> Result<Self, ExecError> {
+        let invalid = |m: String| Err(ExecError::Config(m));
+        let command = match e.command.as_deref() {
+            Some(c) if !c.is_empty() => c,
+            _ => return invalid("command is required".into()),
+        };
+        let api_version = e.api_version.clone().unwrap_or_default();
+        if !API_VERSIONS.contains(&api_version.as_str()) {
+            return invalid(format!(
+                "apiVersion {api_version:?} is not one of {}",
+                API_VERSIONS.join(", ")
+            ));
+        }
+        if e.interactive_mode == Some(ExecInteractiveMode::Always) {
+            return invalid(
+                "interactiveMode Always needs a terminal, which a proxy has not".into(),
+            );
+        }
+        let cluster = match (&e.cluster, e.provide_cluster_info) {
+            (Some(c), true) => Some(
+                serde_json::to_value(c).map_err(|e| ExecError::Config(format!("cluster: {e}")))?,
+            ),
+            _ => None,
+        };
+        let field = |v: &std::collections::HashMap<String, String>, k: &str| {
+            v.get(k).cloned().unwrap_or_default()
+        };
+        Ok(ExecConfig {
+            api_version,
+            command: command.into(),
+            args: e.args.clone().unwrap_or_default(),
+            env: e
+                .env
+                .iter()
+                .flatten()
+                .map(|v| (field(v, "name"), field(v, "value")))
+                .collect(),
+            install_hint: e.install_hint.clone(),
+            cluster,
+        })
+    }
+
     /// Runs the plugin once and reads its answer.
     pub async fn run(&self) -> Result<ExecCredential, ExecError> {
         let name = self.command.display().to_string();
@@ -126,12 +177,7 @@ impl ExecConfig {
         // the plugin may ask the user.
         let mut spec = serde_json::Map::new();
         if let Some(c) = &self.cluster {
-            let mut cluster = serde_json::json!({"server": c.server});
-            if let Some(ca) = &c.ca_pem {
-                cluster["certificate-authority-data"] =
-                    base64::engine::general_purpose::STANDARD.encode(ca).into();
-            }
-            spec.insert("cluster".into(), cluster);
+            spec.insert("cluster".into(), c.clone());
         }
         spec.insert("interactive".into(), false.into());
         serde_json::json!({"kind": "ExecCredential", "apiVersion": self.api_version, "spec": spec})
@@ -227,11 +273,7 @@ pub(crate) mod testing {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
         let path = dir.join(format!("plugin-{hash:x}"));
-        let tmp = dir.join(format!("plugin-{hash:x}.tmp"));
-        std::fs::write(&tmp, format!("#!/bin/sh\n{script}\n")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::rename(&tmp, &path).unwrap();
+        write_script(&path, script);
         ExecConfig {
             api_version: API_VERSIONS[1].into(),
             command: path,
@@ -240,6 +282,16 @@ pub(crate) mod testing {
             install_hint: Some("install it from example.com".into()),
             cluster: None,
         }
+    }
+
+    /// An executable shell script at `path`, written aside and renamed
+    /// into place: a plugin still open for writing cannot be run.
+    pub fn write_script(path: &std::path::Path, script: &str) {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, format!("#!/bin/sh\n{script}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, path).unwrap();
     }
 }
 
@@ -273,10 +325,10 @@ echo '{V1BETA1},"status":{{"token":"t-1","expirationTimestamp":"2030-01-02T03:04
             r#"case "$KUBERNETES_EXEC_INFO" in *'"spec":{{"cluster":{{"server":"https://up:6443","certificate-authority-data":"UEVN"}},"interactive":false}}'*) ;; *) echo "$KUBERNETES_EXEC_INFO" >&2; exit 4;; esac
 echo '{V1BETA1},"status":{{"clientCertificateData":"CERT","clientKeyData":"KEY"}}}}'"#
         ));
-        p.cluster = Some(ClusterInfo {
-            server: "https://up:6443".into(),
-            ca_pem: Some(b"PEM".to_vec()),
-        });
+        p.cluster = Some(serde_json::json!({
+            "server": "https://up:6443",
+            "certificate-authority-data": "UEVN",
+        }));
         let c = p.run().await.unwrap();
         assert_eq!(c.client_cert, Some((b"CERT".to_vec(), b"KEY".to_vec())));
         assert_eq!((c.token, c.expires), (None, None));

@@ -1,5 +1,10 @@
 //! The connection to the real apiserver: where it is, how to authenticate,
 //! TLS, and the hyper client every upstream request goes through.
+//!
+//! kube-client reads the kubeconfigs or the pod's service account and sets
+//! up TLS (`kubeconfig.rs`); kubecache presents the credentials itself
+//! (`auth.rs`, `credentials.rs`, `exec.rs`: see each for what kube-client
+//! does not do).
 
 pub mod auth;
 pub mod credentials;
@@ -9,11 +14,16 @@ pub mod kubeconfig;
 
 use auth::{Auth, Credentials};
 use bytes::Bytes;
+use credentials::{BearerToken, TokenSource};
 use http::{header, Request, Response, StatusCode, Uri};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
+use kube_client::client::ConfigExt;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,10 +34,31 @@ pub type Body = UnsyncBoxBody<Bytes, BoxError>;
 pub enum UpstreamError {
     #[error("invalid upstream URL {0:?}: {1}")]
     Url(String, String),
-    #[error("reading {what}: {err}")]
-    Read { what: String, err: std::io::Error },
+    #[error("reading {what}: {source}")]
+    Read {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what}: {source}")]
+    Pem {
+        what: String,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{0}: no PEM certificate found")]
+    NoCertificate(String),
     #[error("TLS setup: {0}")]
-    Tls(String),
+    Tls(#[source] kube_client::Error),
+    #[error("client certificate {cert} and key {key}: {source}")]
+    ClientCert {
+        cert: String,
+        key: String,
+        #[source]
+        source: auth::AuthError,
+    },
+    #[error("TLS server name {0:?}: {1}")]
+    ServerName(String, #[source] rustls::pki_types::InvalidDnsNameError),
     #[error("credentials: {0}")]
     Credentials(#[from] auth::AuthError),
     #[error("connecting to the upstream: {0}")]
@@ -45,11 +76,125 @@ pub enum UpstreamError {
 }
 
 /// How to reach and authenticate to the upstream.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct UpstreamConfig {
+    /// The apiserver's URL, as given (`--upstream`, a kubeconfig's server).
     pub url: String,
-    pub ca_pem: Option<Vec<u8>>,
+    /// What kube-client sets TLS up from: the CA (or the pod's CA file,
+    /// re-read as it rotates), the TLS server name. The credentials it
+    /// would present itself are in `credentials`.
+    pub tls: kube_client::Config,
     pub credentials: Credentials,
+}
+
+impl UpstreamConfig {
+    /// An upstream known by its URL alone: plain http, or https that the
+    /// system's roots trust.
+    pub fn new(url: &str) -> Result<Self, UpstreamError> {
+        let uri = parse_url(url)?;
+        Ok(UpstreamConfig {
+            url: url.to_string(),
+            tls: kube_client::Config::new(uri),
+            credentials: Credentials::default(),
+        })
+    }
+
+    /// Trusts the CA certificates of a PEM file instead of the system's.
+    pub fn with_ca_file(mut self, path: &Path) -> Result<Self, UpstreamError> {
+        let pem = read(path)?;
+        self.tls.root_cert = Some(pem_certificates(&pem, &path.display().to_string())?);
+        Ok(self)
+    }
+
+    /// Presents a client certificate (PEM, with its chain) and its key.
+    pub fn with_client_cert(mut self, cert: &Path, key: &Path) -> Result<Self, UpstreamError> {
+        let c = auth::ClientCert {
+            cert_pem: read(cert)?,
+            key_pem: read(key)?,
+        };
+        // Parsed now, so that a bad file is a configuration error.
+        c.certified_key()
+            .map_err(|source| UpstreamError::ClientCert {
+                cert: cert.display().to_string(),
+                key: key.display().to_string(),
+                source,
+            })?;
+        self.credentials.client_cert = Some(c);
+        Ok(self)
+    }
+
+    /// Sends the token of a file, re-read as it rotates.
+    pub fn with_token_file(mut self, path: &Path) -> Result<Self, UpstreamError> {
+        let source = TokenSource::File(path.to_path_buf());
+        // Read now, so that a bad file is a configuration error.
+        BearerToken::new(&source).map_err(auth::AuthError::from)?;
+        self.credentials.token = Some(source);
+        Ok(self)
+    }
+
+    /// Whether TLS can be set up as configured (the CA parses), so that a
+    /// bad file is a configuration error.
+    pub fn check_tls(&self) -> Result<(), UpstreamError> {
+        tls_config(self).map(drop)
+    }
+}
+
+fn parse_url(url: &str) -> Result<Uri, UpstreamError> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| UpstreamError::Url(url.into(), e.to_string()))?;
+    match uri.scheme() {
+        None => Err(UpstreamError::Url(
+            url.into(),
+            "missing http:// or https://".into(),
+        )),
+        Some(s) if *s != http::uri::Scheme::HTTP && *s != http::uri::Scheme::HTTPS => Err(
+            UpstreamError::Url(url.into(), "scheme must be http or https".into()),
+        ),
+        Some(_) if uri.authority().is_none() => {
+            Err(UpstreamError::Url(url.into(), "missing host".into()))
+        }
+        Some(_) => Ok(uri),
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, UpstreamError> {
+    std::fs::read(path).map_err(|source| UpstreamError::Read {
+        what: path.display().to_string(),
+        source,
+    })
+}
+
+/// The DER certificates of a PEM bundle; one without any is refused
+/// rather than trusting nothing.
+fn pem_certificates(pem: &[u8], what: &str) -> Result<Vec<Vec<u8>>, UpstreamError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| UpstreamError::Pem {
+            what: what.into(),
+            source,
+        })?;
+    if certs.is_empty() {
+        return Err(UpstreamError::NoCertificate(what.into()));
+    }
+    Ok(certs)
+}
+
+/// The TLS configuration kube-client makes of `cfg`: its roots (or the
+/// system's), the in-cluster CA file re-read as it rotates. A plain http
+/// upstream never uses it.
+fn tls_config(cfg: &UpstreamConfig) -> Result<rustls::ClientConfig, UpstreamError> {
+    // kube-client builds with the process's provider: ring, as ours.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    if cfg.tls.cluster_url.scheme() == Some(&http::uri::Scheme::HTTP) {
+        // No system roots to load (a slim image may have none) for
+        // connections that never do TLS.
+        return Ok(rustls::ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth());
+    }
+    cfg.tls.rustls_client_config().map_err(UpstreamError::Tls)
 }
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
@@ -127,41 +272,19 @@ impl Upstream {
         cfg: &UpstreamConfig,
         runtime: Option<tokio::runtime::Handle>,
     ) -> Result<Arc<Self>, UpstreamError> {
-        let uri: Uri = cfg.url.parse().map_err(|e: http::uri::InvalidUri| {
-            UpstreamError::Url(cfg.url.clone(), e.to_string())
-        })?;
-        let scheme = uri.scheme().cloned().ok_or_else(|| {
-            UpstreamError::Url(cfg.url.clone(), "missing http:// or https://".into())
-        })?;
-        if scheme != http::uri::Scheme::HTTP && scheme != http::uri::Scheme::HTTPS {
-            return Err(UpstreamError::Url(
-                cfg.url.clone(),
-                "scheme must be http or https".into(),
-            ));
-        }
+        let uri = parse_url(&cfg.url)?;
+        let scheme = uri.scheme().cloned().expect("parse_url checked the scheme");
         let authority = uri
             .authority()
             .cloned()
-            .ok_or_else(|| UpstreamError::Url(cfg.url.clone(), "missing host".into()))?;
+            .expect("parse_url checked the host");
         let base_path = uri.path().trim_end_matches('/').to_string();
 
-        let mut roots = rustls::RootCertStore::empty();
-        if let Some(pem) = &cfg.ca_pem {
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| UpstreamError::Tls(e.to_string()))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| UpstreamError::Tls(e.to_string()))?;
-            }
-        }
         let auth = Auth::shared(&cfg.credentials)?;
-        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| UpstreamError::Tls(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_client_cert_resolver(auth.certs.clone());
+        let mut tls = tls_config(cfg)?;
+        // The configured certificate, or an exec plugin's as it gives new
+        // ones (see auth.rs for why not kube-client's).
+        tls.client_auth_cert_resolver = auth.certs.clone();
         if cfg.credentials.exec.is_some() {
             // A resumed session keeps the identity of the handshake it
             // resumes: a plugin's new certificate needs full handshakes.
@@ -171,11 +294,18 @@ impl Upstream {
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(Duration::from_secs(10)));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        let mut connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
+            .https_or_http();
+        if let Some(name) = &cfg.tls.tls_server_name {
+            // A kubeconfig's tls-server-name, as kube-client's connector
+            // verifies it.
+            let server = rustls::pki_types::ServerName::try_from(name.clone())
+                .map_err(|e| UpstreamError::ServerName(name.clone(), e))?;
+            connector = connector
+                .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(server));
+        }
+        let connector = connector.enable_http1().wrap_connector(http);
         Ok(Arc::new(Upstream {
             scheme,
             authority,

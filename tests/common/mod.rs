@@ -92,10 +92,7 @@ pub struct ProxyBuilder {
 impl ProxyBuilder {
     pub fn new(upstream: &str) -> Self {
         ProxyBuilder {
-            upstream: UpstreamConfig {
-                url: upstream.into(),
-                ..Default::default()
-            },
+            upstream: UpstreamConfig::new(upstream).expect("a test upstream's URL"),
             consistent: ConsistentReads::Forward,
             reflector: ReflectorConfig::default(),
         }
