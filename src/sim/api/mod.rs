@@ -83,13 +83,16 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
         let (ns, key) = (ns.as_deref(), key.as_deref());
         return reads::read(&sim, req.headers(), &t, &rp, ns, key, query.as_deref()).await;
     }
+    let write = writes::Write {
+        sim: &sim,
+        t: &t,
+        ns: ns.as_deref(),
+    };
     match (req.method().clone(), rp.name.clone()) {
-        (Method::POST, None) => writes::create(&sim, &t, ns.as_deref(), req).await,
-        (Method::PUT, Some(name)) => writes::update(&sim, &t, ns.as_deref(), &name, req).await,
-        (Method::PATCH, Some(name)) => writes::patch(&sim, &t, ns.as_deref(), &name, req).await,
-        (Method::DELETE, Some(name)) => {
-            writes::delete(&sim, &t, key.as_deref().unwrap_or_default(), &name)
-        }
+        (Method::POST, None) => write.create(req).await,
+        (Method::PUT, Some(name)) => write.update(&name, req).await,
+        (Method::PATCH, Some(name)) => write.patch(&name, req).await,
+        (Method::DELETE, Some(name)) => write.delete(key.as_deref().unwrap_or_default(), &name),
         _ => status_response(&Status::method_not_allowed()),
     }
 }

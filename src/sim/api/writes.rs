@@ -17,62 +17,59 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use std::sync::Arc;
 
-pub(super) async fn create(
-    sim: &Sim,
-    t: &SimType,
-    ns: Option<&str>,
-    req: Request<Incoming>,
-) -> Response<Body> {
-    match read_body(req).await {
-        Ok(obj) => write_result(t, sim.create(t, ns, obj), StatusCode::CREATED, None),
-        Err(s) => status_response(&s),
-    }
+/// A write to a simulated type, in a namespace or not.
+pub(super) struct Write<'a> {
+    pub(super) sim: &'a Sim,
+    pub(super) t: &'a SimType,
+    pub(super) ns: Option<&'a str>,
 }
 
-pub(super) async fn update(
-    sim: &Sim,
-    t: &SimType,
-    ns: Option<&str>,
-    name: &str,
-    req: Request<Incoming>,
-) -> Response<Body> {
-    match read_body(req).await {
-        Ok(obj) => write_result(t, sim.update(t, ns, name, obj), StatusCode::OK, Some(name)),
-        Err(s) => status_response(&s),
+impl Write<'_> {
+    pub(super) async fn create(&self, req: Request<Incoming>) -> Response<Body> {
+        let Write { sim, t, ns } = *self;
+        match read_body(req).await {
+            Ok(obj) => write_result(t, sim.create(t, ns, obj), StatusCode::CREATED, None),
+            Err(s) => status_response(&s),
+        }
     }
-}
 
-pub(super) async fn patch(
-    sim: &Sim,
-    t: &SimType,
-    ns: Option<&str>,
-    name: &str,
-    req: Request<Incoming>,
-) -> Response<Body> {
-    // The patch type is checked first, as go-restful's route does.
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let Some(ty) = PatchType::from_content_type(content_type) else {
-        return status_response(
-            &Status::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
-                .with_details(Details::default()),
-        );
-    };
-    match req.into_body().collect().await {
-        Ok(body) => write_result(
-            t,
-            sim.patch(t, ns, name, ty, &body.to_bytes()),
-            StatusCode::OK,
-            Some(name),
-        ),
-        Err(e) => status_response(&Status::bad_request(e.to_string())),
+    pub(super) async fn update(&self, name: &str, req: Request<Incoming>) -> Response<Body> {
+        let Write { sim, t, ns } = *self;
+        match read_body(req).await {
+            Ok(obj) => write_result(t, sim.update(t, ns, name, obj), StatusCode::OK, Some(name)),
+            Err(s) => status_response(&s),
+        }
     }
-}
 
-pub(super) fn delete(sim: &Sim, t: &SimType, key: &str, name: &str) -> Response<Body> {
-    write_result(t, sim.delete(t, key), StatusCode::OK, Some(name))
+    pub(super) async fn patch(&self, name: &str, req: Request<Incoming>) -> Response<Body> {
+        let Write { sim, t, ns } = *self;
+        // The patch type is checked first, as go-restful's route does.
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        let Some(ty) = PatchType::from_content_type(content_type) else {
+            return status_response(
+                &Status::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
+                    .with_details(Details::default()),
+            );
+        };
+        match req.into_body().collect().await {
+            Ok(body) => write_result(
+                t,
+                sim.patch(t, ns, name, ty, &body.to_bytes()),
+                StatusCode::OK,
+                Some(name),
+            ),
+            Err(e) => status_response(&Status::bad_request(e.to_string())),
+        }
+    }
+
+    /// A delete names its object by store key (`ns/name`), not by `ns`.
+    pub(super) fn delete(&self, key: &str, name: &str) -> Response<Body> {
+        let Write { sim, t, .. } = *self;
+        write_result(t, sim.delete(t, key), StatusCode::OK, Some(name))
+    }
 }
 
 async fn read_body(req: Request<Incoming>) -> Result<Value, Status> {
