@@ -25,6 +25,7 @@ mod printer_columns;
 
 pub use printer_columns::CustomColumn;
 
+use crate::go::json::string as go_string;
 use eval::{Eval1, State, V};
 use parse::{parse_template, Node};
 use serde_json::Value;
@@ -42,12 +43,8 @@ impl JsonPath {
     /// A column's `jsonPath` (`.spec.replicas`), or the error the table
     /// convertor gives for one that does not parse.
     pub fn parse(path: &str) -> Result<JsonPath, String> {
-        let template = parse_template(&format!("{{{path}}}")).map_err(|_| {
-            format!(
-                "unrecognized column definition {}",
-                super::super::json::go_string(path)
-            )
-        })?;
+        let template = parse_template(&format!("{{{path}}}"))
+            .map_err(|_| format!("unrecognized column definition {}", go_string(path)))?;
         Ok(JsonPath {
             template: template.into(),
             state: Arc::default(),

@@ -9,6 +9,7 @@ use super::eval::V;
 use super::JsonPath;
 use crate::encode::print::columns::Column;
 use crate::encode::print::row::RowBuilder;
+use crate::go::json::value as go_value;
 use crate::go::time;
 use serde_json::Value;
 
@@ -148,7 +149,7 @@ fn print_text(v: &V) -> String {
         V::Data(Value::Bool(b)) | V::Bool(b) => b.to_string(),
         // `reflect.ValueOf(nil)` prints as text/template's "<no value>".
         V::Data(Value::Null) | V::Invalid => "<no value>".into(),
-        V::Data(v @ (Value::Array(_) | Value::Object(_))) => crate::encode::json::go_value(v),
+        V::Data(v @ (Value::Array(_) | Value::Object(_))) => go_value(v),
         V::Int(i) => i.to_string(),
         V::Float(f) => go_print_float(*f),
         V::Byte(b) => b.to_string(),
