@@ -9,9 +9,6 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::value::RawValue;
 use std::sync::Arc;
 
-// Until the jsonpath split lands (it imports them from here).
-pub use crate::go::json::{string as go_string, value as go_value};
-
 fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }

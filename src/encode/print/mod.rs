@@ -9,8 +9,6 @@
 pub mod columns;
 pub mod jsonpath;
 pub mod printers;
-// Until the jsonpath split lands (it imports time from here).
-pub use crate::go::time;
 pub mod row;
 
 pub use printers::Printer;

@@ -1,25 +1,15 @@
-//! The simulator's HTTP API: what a v1.20-style apiserver answers, decided
-//! the way its cacher and etcd3 store decide (RV=0 and NotOlderThan from the
-//! per-type cache; RV unset, limits and Exact from "etcd" at the global
-//! revision), plus writes, watches, discovery and the fault controls.
-//!
-//! Gets, lists and watches negotiate `Accept` with kubecache's own
-//! negotiation (`serve::route::Negotiation`) and answer in its encodings:
-//! JSON, PartialObjectMetadata[List] and Tables printed by kubecache's
-//! printers, with the apiserver's 406s and 400s for what does not fit.
-//! The simulator's one serializer is JSON: where the apiserver would
-//! answer YAML or protobuf, it answers the header's JSON clause if it has
-//! one, else go-restful's bare "406: Not Acceptable" (its routes produce
-//! JSON alone), and its NotAcceptable lists `application/json` alone.
-//! `pretty` is ignored (compact JSON), and writes answer JSON whatever the
-//! header. Writes are create, update, delete and the three non-apply
-//! patches (`patch`), with the apiserver's update rules (`Sim::update`).
+//! Gets, lists and watches of the simulated types. They negotiate
+//! `Accept` with kubecache's own negotiation (`serve::route::Negotiation`)
+//! and answer in its encodings: JSON, PartialObjectMetadata[List] and
+//! Tables printed by kubecache's printers, with the apiserver's 406s and
+//! 400s for what does not fit. The simulator's one serializer is JSON:
+//! where the apiserver would answer YAML or protobuf, it answers the
+//! header's JSON clause if it has one, else go-restful's bare "406: Not
+//! Acceptable" (its routes produce JSON alone), and its NotAcceptable lists
+//! `application/json` alone. `pretty` is ignored (compact JSON).
 
-use super::faults::{FaultCommand, GARBAGE_LINE};
-use super::patch::{PatchError, PatchType};
-use super::{Sim, SimType, WriteError};
-use crate::encode::codec::{Entry, Snapshot};
-use crate::encode::json;
+use super::respond;
+use crate::encode::codec::Snapshot;
 use crate::encode::list_meta::ListMeta;
 use crate::encode::Repr;
 use crate::request::accept::{Conversion, Endpoint};
@@ -27,320 +17,61 @@ use crate::request::options::{ModeError, WatchFrom};
 use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
 use crate::selector::field::{go_quote, FieldRules};
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::serve::negotiated_error;
 use crate::serve::read::FRESHNESS_WAIT;
 use crate::serve::route::{Negotiation, Refusal, Shape};
 use crate::serve::watch::{self, Interference, Start, WatchSpec};
-use crate::serve::{json_response, negotiated_error, status_response};
-use crate::status::{Cause, Details, Status};
+use crate::sim::faults::GARBAGE_LINE;
+use crate::sim::{Sim, SimType};
+use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
-use crate::upstream::{full_body, Body, BoxError};
+use crate::upstream::{Body, BoxError};
 use bytes::Bytes;
-use http::{header, Method, Request, Response, StatusCode};
+use http::{header, HeaderMap, Response, StatusCode};
 use http_body::Frame;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use serde_json::{json, Value};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-fn respond(code: StatusCode, body: Bytes) -> Response<Body> {
-    json_response(code, full_body(body))
-}
-
-fn value(code: StatusCode, v: Value) -> Response<Body> {
-    let mut b = serde_json::to_vec(&v).unwrap_or_default();
-    b.push(b'\n');
-    respond(code, Bytes::from(b))
-}
-
-pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
-    if let Some(latency) = sim.faults.latency() {
-        tokio::time::sleep(latency).await;
-    }
-    let path = req.uri().path().to_string();
-    let query = req.uri().query().map(str::to_string);
-    if path == "/sim/faults" {
-        return faults(&sim, query.as_deref());
-    }
-    if sim.faults.take_error() {
-        return status_response(&Status::internal("injected fault"));
-    }
-    match path.as_str() {
-        "/healthz" | "/readyz" | "/livez" => {
-            return respond(StatusCode::OK, Bytes::from_static(b"ok"))
-        }
-        "/version" => {
-            return value(
-                StatusCode::OK,
-                json!({"major": "1", "minor": "20", "gitVersion": "v1.20.2-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19", "compiler": "gc", "platform": "linux/amd64"}),
-            )
-        }
-        "/api" => {
-            return value(
-                StatusCode::OK,
-                json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]}),
-            )
-        }
-        "/apis" => return value(StatusCode::OK, group_list(&sim)),
-        _ => {}
-    }
-    if let Some(list) = resource_list(&sim, &path) {
-        return value(StatusCode::OK, list);
-    }
-    let Some(rp) = ResourcePath::parse(&path) else {
-        return status_response(&Status::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        ));
-    };
-    let Some(t) = sim.type_of(&rp.group, &rp.version, &rp.resource).cloned() else {
-        return status_response(&Status::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        ));
-    };
-    if rp.subresource.is_some() {
-        return status_response(&Status::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        ));
-    }
-    let ns = if rp.is_namespace_object() {
-        None
-    } else {
-        rp.namespace.clone()
-    };
-    let opts = ListOptions::parse(query.as_deref());
-    let key = rp.name.as_ref().map(|n| match &ns {
-        Some(ns) if t.rt.namespaced => format!("{ns}/{n}"),
-        _ => n.clone(),
-    });
-    if req.method() == Method::GET {
-        let accept = req
-            .headers()
-            .get(header::ACCEPT)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let watching = opts.watch || rp.legacy_watch;
-        let read = Read {
-            t: &t,
-            ns: ns.as_deref(),
-            name: rp.name.as_deref(),
-            shape: if watching {
-                Shape::Watch
-            } else if rp.name.is_some() {
-                Shape::Object
-            } else {
-                Shape::List
-            },
-            opts: &opts,
-        };
-        let answer = match read.representation(accept.as_deref()) {
-            Err(s) => Err(s),
-            Ok(n) => match (read.shape, read.name) {
-                (Shape::Watch, _) => watch(&sim, &read, n).await,
-                (_, Some(name)) => get(&read, key.as_deref().unwrap_or_default(), name, n).await,
-                (_, None) => list(&sim, &read, n).await,
-            },
-        };
-        return answer.unwrap_or_else(|s| negotiated_error(&s, accept.as_deref(), ERRORS, None));
-    }
-    match (req.method().clone(), rp.name.clone()) {
-        (Method::POST, None) => match read_body(req).await {
-            Ok(obj) => write_result(
-                &t,
-                sim.create(&t, ns.as_deref(), obj),
-                StatusCode::CREATED,
-                None,
-            ),
-            Err(s) => status_response(&s),
-        },
-        (Method::PUT, Some(name)) => match read_body(req).await {
-            Ok(obj) => write_result(
-                &t,
-                sim.update(&t, ns.as_deref(), &name, obj),
-                StatusCode::OK,
-                Some(&name),
-            ),
-            Err(s) => status_response(&s),
-        },
-        (Method::PATCH, Some(name)) => {
-            // The patch type is checked first, as go-restful's route does.
-            let content_type = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok());
-            let Some(ty) = PatchType::from_content_type(content_type) else {
-                return status_response(
-                    &Status::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
-                        .with_details(Details::default()),
-                );
-            };
-            match req.into_body().collect().await {
-                Ok(body) => write_result(
-                    &t,
-                    sim.patch(&t, ns.as_deref(), &name, ty, &body.to_bytes()),
-                    StatusCode::OK,
-                    Some(&name),
-                ),
-                Err(e) => status_response(&Status::bad_request(e.to_string())),
-            }
-        }
-        (Method::DELETE, Some(name)) => write_result(
-            &t,
-            sim.delete(&t, key.as_deref().unwrap_or_default()),
-            StatusCode::OK,
-            Some(&name),
-        ),
-        _ => status_response(&Status::method_not_allowed()),
-    }
-}
-
-/// `/sim/faults?key=value&…`: all commands are checked before any applies.
-fn faults(sim: &Sim, query: Option<&str>) -> Response<Body> {
-    let commands: Result<Vec<FaultCommand>, String> =
-        url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
-            .map(|(k, v)| FaultCommand::parse(&k, &v))
-            .collect();
-    match commands {
-        Ok(cs) => {
-            for c in &cs {
-                sim.fault(c);
-            }
-            value(StatusCode::OK, sim.faults.describe())
-        }
-        Err(m) => status_response(&Status::bad_request(m)),
-    }
-}
-
-fn group_list(sim: &Sim) -> Value {
-    let mut groups: Vec<&str> = sim
-        .types
-        .keys()
-        .map(|g| g.group.as_str())
-        .filter(|g| !g.is_empty())
-        .collect();
-    groups.dedup();
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups.iter().map(|g| json!({
-        "name": g,
-        "versions": [{"groupVersion": format!("{g}/v1"), "version": "v1"}],
-        "preferredVersion": {"groupVersion": format!("{g}/v1"), "version": "v1"}
-    })).collect::<Vec<_>>()})
-}
-
-fn resource_list(sim: &Sim, path: &str) -> Option<Value> {
-    let (group, version) = match path
-        .trim_end_matches('/')
-        .split('/')
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["", "api", v] => (String::new(), v.to_string()),
-        ["", "apis", g, v] => (g.to_string(), v.to_string()),
-        _ => return None,
-    };
-    let resources: Vec<Value> = sim
-        .types
-        .values()
-        .filter(|t| t.rt.gvr.group == group && t.rt.gvr.version == version)
-        .map(|t| json!({"name": t.rt.gvr.resource, "singularName": "", "namespaced": t.rt.namespaced, "kind": t.rt.kind, "verbs": t.rt.verbs}))
-        .collect();
-    if resources.is_empty() {
-        return None;
-    }
-    let gv = if group.is_empty() {
-        version
-    } else {
-        format!("{group}/{version}")
-    };
-    Some(
-        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
-    )
-}
-
-async fn read_body(req: Request<Incoming>) -> Result<Value, Status> {
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| Status::bad_request(e.to_string()))?
-        .to_bytes();
-    let v: Value = serde_json::from_slice(&body).map_err(|e| {
-        Status::bad_request(format!(
-            "the body of the request was in an unknown format: {e}"
-        ))
-    })?;
-    if !v.get("metadata").is_some_and(Value::is_object) {
-        return Err(Status::bad_request("metadata must be an object"));
-    }
-    Ok(v)
-}
-
-fn write_result(
-    t: &SimType,
-    r: Result<Arc<Entry>, WriteError>,
-    ok: StatusCode,
-    name: Option<&str>,
+/// A get, list or watch, answered in the representation `Accept` asks for,
+/// or its error in one `Accept` takes.
+pub(super) async fn read(
+    sim: &Arc<Sim>,
+    headers: &HeaderMap,
+    t: &Arc<SimType>,
+    rp: &ResourcePath,
+    ns: Option<&str>,
+    key: Option<&str>,
+    query: Option<&str>,
 ) -> Response<Body> {
-    let (g, res) = (&t.rt.gvr.group, &t.rt.gvr.resource);
-    match r {
-        Ok(e) => respond(ok, json::object(&t.codec, &e)),
-        Err(WriteError::AlreadyExists) => {
-            status_response(&Status::already_exists(g, res, name.unwrap_or("")))
-        }
-        Err(WriteError::NotFound) => {
-            status_response(&Status::not_found(g, res, name.unwrap_or("")))
-        }
-        Err(WriteError::Conflict) => status_response(&Status::conflict(g, res, name.unwrap_or(""))),
-        Err(WriteError::BadBody(m)) => status_response(&Status::bad_request(m)),
-        Err(WriteError::Invalid { field, message }) => {
-            let cause = Cause {
-                reason: "FieldValueInvalid".into(),
-                message,
-                field,
-            };
-            status_response(&Status::invalid(
-                g,
-                &t.rt.kind,
-                name.unwrap_or(""),
-                vec![cause.clone(), cause],
-            ))
-        }
-        Err(WriteError::Precondition(m)) => {
-            status_response(&Status::conflict_because(g, res, name.unwrap_or(""), &m))
-        }
-        Err(WriteError::Patch(e)) => status_response(&patch_status(e)),
-    }
-}
-
-/// A patch's failure as the apiserver answers it.
-fn patch_status(e: PatchError) -> Status {
-    match e {
-        PatchError::BadRequest(m) => Status::bad_request(m),
-        PatchError::DoesNotApply => {
-            Status::new(422, "Invalid", PatchError::DoesNotApply.to_string())
-                .with_details(Details::default())
-        }
-        PatchError::NotAnObject(value) => Status::invalid(
-            "",
-            "",
-            "",
-            vec![Cause {
-                reason: "FieldValueInvalid".into(),
-                message: format!("Invalid value: {value}"),
-                field: "patch".into(),
-            }],
-        ),
-        PatchError::TooLarge(m) => Status::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: {m}"),
-        ),
-        PatchError::Unknown(m) => Status::new(500, "", m),
-    }
+    let opts = ListOptions::parse(query);
+    let accept = headers
+        .get(header::ACCEPT)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let watching = opts.watch || rp.legacy_watch;
+    let read = Read {
+        t,
+        ns,
+        name: rp.name.as_deref(),
+        shape: if watching {
+            Shape::Watch
+        } else if rp.name.is_some() {
+            Shape::Object
+        } else {
+            Shape::List
+        },
+        opts: &opts,
+    };
+    let answer = match read.representation(accept.as_deref()) {
+        Err(s) => Err(s),
+        Ok(n) => match (read.shape, read.name) {
+            (Shape::Watch, _) => watch(sim, &read, n).await,
+            (_, Some(name)) => get(&read, key.unwrap_or_default(), name, n).await,
+            (_, None) => list(sim, &read, n).await,
+        },
+    };
+    answer.unwrap_or_else(|s| negotiated_error(&s, accept.as_deref(), ERRORS, None))
 }
 
 /// The simulator's serializers: JSON alone, so that what the apiserver

@@ -1,0 +1,27 @@
+//! `/sim/faults`: the fault controls over HTTP, with which tests and demos
+//! switch faults at run time; the fault state they switch is `sim::faults`.
+
+use super::value;
+use crate::serve::status_response;
+use crate::sim::faults::FaultCommand;
+use crate::sim::Sim;
+use crate::status::Status;
+use crate::upstream::Body;
+use http::{Response, StatusCode};
+
+/// `/sim/faults?key=value&…`: all commands are checked before any applies.
+pub(super) fn faults(sim: &Sim, query: Option<&str>) -> Response<Body> {
+    let commands: Result<Vec<FaultCommand>, String> =
+        url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+            .map(|(k, v)| FaultCommand::parse(&k, &v))
+            .collect();
+    match commands {
+        Ok(cs) => {
+            for c in &cs {
+                sim.fault(c);
+            }
+            value(StatusCode::OK, sim.faults.describe())
+        }
+        Err(m) => status_response(&Status::bad_request(m)),
+    }
+}
