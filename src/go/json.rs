@@ -127,25 +127,43 @@ pub fn float(f: f64) -> String {
     format!("{f}")
 }
 
-/// Go's `encoding/json` wording for the errors a garbage token hits first.
-pub fn syntax_error(data: &[u8], e: serde_json::Error) -> String {
-    let first = data.iter().copied().find(|b| !b.is_ascii_whitespace());
-    match first {
-        None => "unexpected end of JSON input".into(),
-        Some(c)
-            if !matches!(
-                c,
-                b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
-            ) =>
-        {
-            format!(
-                "invalid character {} looking for beginning of value",
-                super::strconv::quote_char(c)
-            )
-        }
-        _ if e.is_eof() => "unexpected end of JSON input".into(),
-        _ => e.to_string(),
+/// Go's encoding/json error for input that is not JSON: the offending
+/// character where serde stopped, with the Go scanner's words for what it
+/// was looking for there. Errors inside strings and literals (Go names the
+/// literal) fall back to "looking for beginning of value"; input that is
+/// JSON of the wrong shape keeps serde's words.
+pub fn syntax_error(input: &[u8], e: &serde_json::Error) -> String {
+    if e.is_eof() || input.iter().all(u8::is_ascii_whitespace) {
+        return "unexpected end of JSON input".to_string();
     }
+    if e.classify() != serde_json::error::Category::Syntax {
+        return e.to_string();
+    }
+    // serde counts lines from 1 and columns from 1 within them, in bytes.
+    let line_start: usize = input
+        .split(|b| *b == b'\n')
+        .take(e.line().saturating_sub(1))
+        .map(|l| l.len() + 1)
+        .sum();
+    let at = (line_start + e.column().saturating_sub(1)).min(input.len() - 1);
+    let message = e.to_string();
+    let looking = if message.starts_with("expected `:`") {
+        "after object key"
+    } else if message.starts_with("expected `,` or `}`") {
+        "after object key:value pair"
+    } else if message.starts_with("expected `,` or `]`") {
+        "after array element"
+    } else if message.starts_with("key must be a string") {
+        "looking for beginning of object key string"
+    } else if message.starts_with("trailing characters") {
+        "after top-level value"
+    } else {
+        "looking for beginning of value"
+    };
+    format!(
+        "invalid character {} {looking}",
+        super::strconv::quote_char(input[at])
+    )
 }
 
 #[cfg(test)]

@@ -61,7 +61,7 @@ impl ContinueToken {
             .decode(token)
             .map_err(|e| InvalidToken(crate::go::base64::error(token, e)))?;
         let wire: Wire = serde_json::from_slice(&data)
-            .map_err(|e| InvalidToken(crate::go::json::syntax_error(&data, e)))?;
+            .map_err(|e| InvalidToken(crate::go::json::syntax_error(&data, &e)))?;
         if wire.v != "meta.k8s.io/v1" {
             return Err(InvalidToken(format!(
                 "server does not recognize this encoded version \"{}\"",

@@ -292,9 +292,6 @@ impl FieldRules<'_> {
     }
 }
 
-// Until the simulator's split lands (it imports it from here).
-pub use crate::go::strconv::quote as go_quote;
-
 /// How one selectable field is read from the object's JSON (pointers into
 /// the served version).
 #[derive(Debug, Clone, Copy)]

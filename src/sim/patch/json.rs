@@ -4,7 +4,8 @@
 //! the end, a `replace` of a missing key adding it, and every operation
 //! that does not apply answered alike.
 
-use super::{go_json_kind, go_syntax_error, PatchError};
+use super::{go_json_kind, PatchError};
+use crate::go::json::syntax_error as go_syntax_error;
 use serde_json::{Map, Value};
 
 /// The apiserver's limit on a JSON patch's operations.

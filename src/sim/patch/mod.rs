@@ -21,7 +21,7 @@ mod merge;
 mod strategic;
 mod strategic_keys;
 
-use crate::selector::field::go_quote;
+use crate::go::strconv::quote as go_quote;
 use json::json_patch;
 use merge::merge_patch;
 use serde_json::Value;
@@ -107,47 +107,6 @@ fn go_json_kind(v: &Value) -> &'static str {
         Value::Array(_) => "array",
         Value::Object(_) => "object",
     }
-}
-
-/// Go's encoding/json error for input that is not JSON: the offending
-/// character where serde stopped, with the Go scanner's words for what it
-/// was looking for there. Errors inside strings and literals (Go names
-/// the literal) fall back to "looking for beginning of value".
-fn go_syntax_error(input: &[u8], e: &serde_json::Error) -> String {
-    if e.is_eof() || input.iter().all(u8::is_ascii_whitespace) {
-        return "unexpected end of JSON input".to_string();
-    }
-    // serde counts lines from 1 and columns from 1 within them, in bytes.
-    let line_start: usize = input
-        .split(|b| *b == b'\n')
-        .take(e.line().saturating_sub(1))
-        .map(|l| l.len() + 1)
-        .sum();
-    let at = (line_start + e.column().saturating_sub(1)).min(input.len() - 1);
-    let c = input[at] as char;
-    let message = e.to_string();
-    let looking = if message.starts_with("expected `:`") {
-        "after object key"
-    } else if message.starts_with("expected `,` or `}`") {
-        "after object key:value pair"
-    } else if message.starts_with("expected `,` or `]`") {
-        "after array element"
-    } else if message.starts_with("key must be a string") {
-        "looking for beginning of object key string"
-    } else if message.starts_with("trailing characters") {
-        "after top-level value"
-    } else {
-        "looking for beginning of value"
-    };
-    let quoted = match c {
-        '\'' => "'\\''".to_string(),
-        c if c.is_ascii_graphic() || c == ' ' => format!("'{c}'"),
-        '\n' => "'\\n'".to_string(),
-        '\t' => "'\\t'".to_string(),
-        '\r' => "'\\r'".to_string(),
-        c => format!("'\\x{:02x}'", c as u32),
-    };
-    format!("invalid character {quoted} {looking}")
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 //! `strategic_keys`' table.
 
 use super::strategic_keys::list_merge_key;
-use super::{go_json_kind, go_syntax_error, PatchError};
+use super::{go_json_kind, PatchError};
+use crate::go::json::syntax_error as go_syntax_error;
 use serde_json::{Map, Value};
 use std::fmt::Write;
 
