@@ -166,6 +166,18 @@ pub fn syntax_error(input: &[u8], e: &serde_json::Error) -> String {
     )
 }
 
+/// How Go's encoding/json names a JSON value's type in its errors.
+pub fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "bool",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

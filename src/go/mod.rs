@@ -7,8 +7,11 @@
 //! here knows about Kubernetes objects.
 
 pub mod base64;
+pub mod convert;
+pub mod fmt;
 pub mod json;
 pub mod path;
+pub mod sort;
 pub mod strconv;
 pub mod strings;
 pub mod time;

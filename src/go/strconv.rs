@@ -67,3 +67,12 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 pub fn parse_float32(s: &str) -> f64 {
     s.parse::<f32>().map(f64::from).unwrap_or(0.0)
 }
+
+/// `strconv.Atoi` on a 64-bit platform.
+pub fn atoi(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}

@@ -92,20 +92,8 @@ pub fn apply(
         Err(PatchError::NotAnObject(format!(
             "{}: couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
             go_quote(&js),
-            go_json_kind(&patched),
+            crate::go::json::kind(&patched),
         )))
-    }
-}
-
-/// How Go's encoding/json names a JSON value's type in its errors.
-fn go_json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

@@ -7,10 +7,9 @@
 //! `strategic_keys`' table.
 
 use super::strategic_keys::list_merge_key;
-use super::{go_json_kind, PatchError};
+use super::PatchError;
 use crate::go::json::syntax_error as go_syntax_error;
 use serde_json::{Map, Value};
-use std::fmt::Write;
 
 const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
@@ -30,7 +29,7 @@ pub(super) fn strategic_patch(
         other => {
             return Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                go_json_kind(&other)
+                crate::go::json::kind(&other)
             )))
         }
     };
@@ -72,85 +71,28 @@ const BAD_SET_ORDER: SmpError =
 fn no_merge_key(m: &Map<String, Value>, key: &str) -> SmpError {
     SmpError::Other(format!(
         "map: {} does not contain declared merge key: {key}",
-        go_v(&Value::Object(m.clone()))
+        crate::go::fmt::value(&Value::Object(m.clone()))
     ))
 }
 
 fn bad_patch_type(t: &Value, m: &Map<String, Value>) -> SmpError {
     SmpError::Other(format!(
         "unknown patch type: {} in map: {}",
-        go_v(t),
-        go_v(&Value::Object(m.clone()))
+        crate::go::fmt::value(t),
+        crate::go::fmt::value(&Value::Object(m.clone()))
     ))
-}
-
-/// Go's `reflect.TypeOf` name of a decoded JSON value, for "expected a …".
-fn go_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float64",
-        Value::Number(_) => "int64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
-    }
 }
 
 fn bad_arg_type(expected: &str, actual: &Value) -> SmpError {
     SmpError::Other(format!(
         "expected a {expected}, but received a {}",
-        go_type(actual)
+        crate::go::fmt::type_name(actual)
     ))
-}
-
-/// Go's `%v` of a decoded JSON value: maps sorted by key.
-fn go_v(v: &Value) -> String {
-    let mut out = String::new();
-    write_go_v(&mut out, v);
-    out
-}
-
-fn write_go_v(out: &mut String, v: &Value) {
-    match v {
-        Value::Null => out.push_str("<nil>"),
-        Value::Bool(b) => {
-            let _ = write!(out, "{b}");
-        }
-        Value::Number(n) => {
-            let _ = write!(out, "{n}");
-        }
-        Value::String(s) => out.push_str(s),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, v) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                write_go_v(out, v);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push_str("map[");
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                out.push_str(k);
-                out.push(':');
-                write_go_v(out, &m[k]);
-            }
-            out.push(']');
-        }
-    }
 }
 
 /// What a JSON value is, as the merge compares types (`reflect.TypeOf`).
 fn same_type(a: &Value, b: &Value) -> bool {
-    go_type(a) == go_type(b)
+    crate::go::fmt::type_name(a) == crate::go::fmt::type_name(b)
 }
 
 /// Scalar equality as Go's `==` on decoded interfaces.
@@ -406,7 +348,7 @@ fn element_type(items: &[Value]) -> Result<&Value, SmpError> {
         return Err(SmpError::ListOfLists);
     }
     if items.iter().any(|v| !same_type(v, first)) {
-        let lists: Vec<String> = items.iter().map(go_v).collect();
+        let lists: Vec<String> = items.iter().map(crate::go::fmt::value).collect();
         return Err(SmpError::Other(format!(
             "list element types are not identical: [{}]",
             lists.join(" ")
@@ -582,23 +524,9 @@ fn normalize_slice_order(
         (Some(x), Some(y)) => x < y,
         _ => true,
     };
-    go_slice_stable(&mut items, less);
+    crate::go::sort::slice_stable(&mut items, less);
     items.extend(to_delete);
     Ok(items)
-}
-
-/// Go's `sort.SliceStable`: insertion sort over blocks of 20, then
-/// symmerge; with a consistent `less` any stable sort agrees, and the
-/// insertion sort reproduces Go's answers for the inconsistent one above
-/// on lists of up to 20 items.
-fn go_slice_stable(items: &mut [Value], less: impl Fn(&Value, &Value) -> bool) {
-    for i in 1..items.len() {
-        let mut j = i;
-        while j > 0 && less(&items[j], &items[j - 1]) {
-            items.swap(j, j - 1);
-            j -= 1;
-        }
-    }
 }
 
 /// `$setElementOrder` must list the patch's items in the order they come.
@@ -646,8 +574,8 @@ fn validate_set_order(patch: &[Value], order: &[Value], merge_key: &str) -> Resu
     if p < items.len() && o >= order.len() {
         return Err(SmpError::Other(format!(
             "The order in patch list:\n{}\n doesn't match {SET_ELEMENT_ORDER} list:\n{}\n",
-            go_v(&Value::Array(patch.to_vec())),
-            go_v(&Value::Array(order.to_vec()))
+            crate::go::fmt::value(&Value::Array(patch.to_vec())),
+            crate::go::fmt::value(&Value::Array(order.to_vec()))
         )));
     }
     Ok(())

@@ -265,7 +265,7 @@ impl<'s> Parser<'s> {
             }
         }
         let value = self.consume_text();
-        if let Some(i) = go_atoi(value) {
+        if let Some(i) = crate::go::strconv::atoi(value) {
             cur.push(Node::Int(i));
             return Ok(());
         }
@@ -331,8 +331,8 @@ impl<'s> Parser<'s> {
                     params[i].known = false;
                 } else {
                     params[i].known = true;
-                    params[i].value =
-                        go_atoi(v).ok_or_else(|| format!("array index {v} is not a number"))?;
+                    params[i].value = crate::go::strconv::atoi(v)
+                        .ok_or_else(|| format!("array index {v} is not a number"))?;
                 }
             } else if i == 1 {
                 params[i].known = true;
@@ -432,15 +432,6 @@ impl<'s> Parser<'s> {
         }
         true
     }
-}
-
-/// `strconv.Atoi` on a 64-bit platform.
-fn go_atoi(s: &str) -> Option<i64> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
 }
 
 /// `^(-?[\d]*)(:-?[\d]*)?(:-?[\d]*)?$`'s three groups ("" when unmatched).

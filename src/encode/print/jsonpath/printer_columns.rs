@@ -61,10 +61,12 @@ impl CustomColumn {
         match (self.ty.as_str(), &v) {
             ("integer", V::Data(Value::Number(n))) => {
                 let i = n.as_i64();
-                r.int(i.unwrap_or_else(|| go_float_to_int(n.as_f64().unwrap_or(f64::NAN))));
+                r.int(i.unwrap_or_else(|| {
+                    crate::go::convert::float_to_int(n.as_f64().unwrap_or(f64::NAN))
+                }));
             }
             ("integer", V::Float(f)) => {
-                r.int(go_float_to_int(*f));
+                r.int(crate::go::convert::float_to_int(*f));
             }
             ("number", V::Data(Value::Number(n))) => {
                 r.float(n.as_f64().unwrap_or(0.0));
@@ -81,15 +83,6 @@ impl CustomColumn {
                 r.null();
             }
         }
-    }
-}
-
-/// Go's `int64(f)` on amd64: out of range (and NaN) gives the minimum.
-fn go_float_to_int(f: f64) -> i64 {
-    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
-        i64::MIN
-    } else {
-        f as i64
     }
 }
 
@@ -144,30 +137,16 @@ fn print_text(v: &V) -> String {
         V::Str(s) => s.clone(),
         V::Data(Value::Number(n)) => match n.as_i64() {
             Some(i) => i.to_string(),
-            None => go_print_float(n.as_f64().unwrap_or(0.0)),
+            None => crate::go::fmt::float(n.as_f64().unwrap_or(0.0)),
         },
         V::Data(Value::Bool(b)) | V::Bool(b) => b.to_string(),
         // `reflect.ValueOf(nil)` prints as text/template's "<no value>".
         V::Data(Value::Null) | V::Invalid => "<no value>".into(),
         V::Data(v @ (Value::Array(_) | Value::Object(_))) => go_value(v),
         V::Int(i) => i.to_string(),
-        V::Float(f) => go_print_float(*f),
+        V::Float(f) => crate::go::fmt::float(*f),
         V::Byte(b) => b.to_string(),
     }
-}
-
-/// A float64 as `fmt.Sprint` formats it: `%v` is strconv's shortest
-/// `%g`, which switches to an exponent (at least two digits) below 1e-4
-/// and from 1e6 on: `123456.5`, `1.2345675e+06`, `1e-05`.
-fn go_print_float(f: f64) -> String {
-    let e = format!("{f:e}");
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if f == 0.0 || (-4..6).contains(&exp) {
-        return format!("{f}");
-    }
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{mant}e{sign}{:02}", exp.abs())
 }
 
 #[cfg(test)]
