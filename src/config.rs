@@ -1,7 +1,7 @@
 //! Configuration: the YAML file (see `config/kubecache.yaml`), overridden by
 //! flags, validated as a whole before anything binds a port.
 
-use crate::serve::route::ConsistentReads;
+use crate::serve::ConsistentReads;
 use crate::store::HistoryLimits;
 use crate::upstream::kubeconfig::{self, KubeconfigError};
 use crate::upstream::{UpstreamConfig, UpstreamError};

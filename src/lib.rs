@@ -3,6 +3,7 @@
 //! upstream → reflector → store → serve → encode; `sim` is the simulated
 //! apiserver used by the demo, the tests and load tests.
 
+pub mod body;
 pub mod cache;
 pub mod config;
 pub mod encode;

@@ -1,7 +1,7 @@
 use clap::{Parser, Subcommand};
 use kubecache::cache::Cache;
 use kubecache::config::{FileConfig, ServeConfig};
-use kubecache::serve::{self, route::ConsistentReads, ServeState};
+use kubecache::serve::{self, ConsistentReads, ServeState};
 use kubecache::sim::faults::FaultCommand;
 use kubecache::sim::{Sim, SimOptions};
 use std::path::PathBuf;

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use http::Method;
-use kubecache::serve::route::ConsistentReads;
+use kubecache::serve::ConsistentReads;
 use serde_json::json;
 use std::time::Duration;
 

@@ -143,11 +143,12 @@ proptest! {
         // wildcard of higher q, so only the absence of panics is checked.)
         let clauses = accept::parse(&header);
         prop_assert!(clauses.len() <= header.matches(',').count() + 1);
-        let _ = accept::negotiate(Some(&header), accept::Endpoint::resource(protobuf));
-        let _ = accept::negotiate(Some(&header), accept::Endpoint::ERRORS);
-        let _ = accept::restful_accepts(Some(&header), accept::Endpoint::resource(protobuf));
-        let _ = accept::negotiate(Some(&header), accept::Endpoint::JSON_ONLY_RESOURCE);
-        let _ = accept::restful_accepts(Some(&header), accept::Endpoint::JSON_ONLY_RESOURCE);
+        let a = accept::Accept::new(Some(&header));
+        let _ = a.negotiate(accept::Endpoint::resource(protobuf));
+        let _ = a.negotiate(accept::Endpoint::ERRORS);
+        let _ = a.restful_accepts(accept::Endpoint::resource(protobuf));
+        let _ = a.negotiate(accept::Endpoint::JSON_ONLY_RESOURCE);
+        let _ = a.restful_accepts(accept::Endpoint::JSON_ONLY_RESOURCE);
     }
 }
 

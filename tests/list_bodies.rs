@@ -174,7 +174,7 @@ async fn the_pages_of_a_walk_are_kept_for_the_next_walker_until_an_event() {
     tokio::time::timeout(Duration::from_secs(60), async {
         let sim = SimBuilder::new().pods(300).start().await;
         let p = ProxyBuilder::new(&sim.url)
-            .consistent(kubecache::serve::route::ConsistentReads::ServeStale)
+            .consistent(kubecache::serve::ConsistentReads::ServeStale)
             .start()
             .await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
@@ -237,11 +237,7 @@ async fn the_pages_of_a_walk_are_kept_for_the_next_walker_until_an_event() {
 async fn gzipped_lists_after_events_are_stitched_and_are_the_plain_list() {
     tokio::time::timeout(Duration::from_secs(90), async {
         let sim = SimBuilder::new().pods(300).start().await;
-        let p = start_proxy_with(
-            &sim.url,
-            kubecache::serve::route::ConsistentReads::ServeStale,
-        )
-        .await;
+        let p = start_proxy_with(&sim.url, kubecache::serve::ConsistentReads::ServeStale).await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
         let tc = pods_cache(&p);
         let plain = [("accept", "application/json")];

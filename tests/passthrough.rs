@@ -22,10 +22,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-type FakeBody = kubecache::upstream::Body;
+type FakeBody = kubecache::body::Body;
 
 fn full(b: impl Into<Bytes>) -> FakeBody {
-    kubecache::upstream::full_body(b)
+    kubecache::body::full(b)
 }
 
 /// An upstream whose every answer comes from `handler`.
@@ -135,7 +135,7 @@ async fn followed_logs_arrive_as_the_upstream_writes_them() {
             let mut release = release_rx.clone();
             async move {
                 assert_eq!(req.uri().query(), Some("follow=true"));
-                let (tx, body) = kubecache::upstream::channel_body(4);
+                let (tx, body) = kubecache::body::channel(4);
                 tokio::spawn(async move {
                     let _ = tx.send(Bytes::from("line 1\n")).await;
                     // The second line waits for the test to have seen the first.

@@ -9,7 +9,9 @@ mod common;
 
 use common::*;
 use http::{HeaderMap, HeaderValue, Method};
-use kubecache::serve::route::{decide, ConsistentReads, Decision};
+use kubecache::request::Request;
+use kubecache::serve::route::{decide, Route};
+use kubecache::serve::ConsistentReads;
 use serde_json::json;
 use std::time::Duration;
 
@@ -21,7 +23,6 @@ const META_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8
 /// The same bytes directly and through kubecache, which answered from its
 /// cache; returns the body.
 async fn same(up: &str, p: &Proxy, path: &str, headers: &[(&str, &str)]) -> String {
-    let (path_only, query) = path.split_once('?').unwrap_or((path, ""));
     let mut h = HeaderMap::new();
     for (k, v) in headers {
         h.insert(
@@ -29,16 +30,11 @@ async fn same(up: &str, p: &Proxy, path: &str, headers: &[(&str, &str)]) -> Stri
             HeaderValue::from_str(v).unwrap(),
         );
     }
-    match decide(
-        &p.cache,
-        ConsistentReads::Forward,
-        &Method::GET,
-        path_only,
-        Some(query),
-        &h,
-    ) {
-        Decision::Cache { .. } | Decision::Reject(_) => {}
-        Decision::Forward(r) => panic!("{path} {headers:?} forwarded ({})", r.as_str()),
+    let request = Request::parse(&Method::GET, &path.parse().unwrap(), &h);
+    match decide(&p.cache, ConsistentReads::Forward, &request) {
+        Ok(_) | Err(Route::Refused(_)) => {}
+        Err(Route::Forward(r)) => panic!("{path} {headers:?} forwarded ({})", r.as_str()),
+        Err(Route::Answered(_)) => panic!("{path} {headers:?} answered before reading"),
     }
     let a = fetch_with(&format!("{up}{path}"), headers).await;
     let b = fetch_with(&format!("{}{path}", p.url), headers).await;

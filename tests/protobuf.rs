@@ -262,12 +262,7 @@ const CLIENT_GO: &str = "application/vnd.kubernetes.protobuf, */*";
 /// The same answer (status, content type, bytes) through kubecache as
 /// directly, served from the cache.
 async fn same(up: &str, p: &Proxy, path: &str, accept: &str) -> Vec<u8> {
-    assert_served_with(
-        p,
-        kubecache::serve::route::ConsistentReads::Forward,
-        path,
-        accept,
-    );
+    assert_served_with(p, kubecache::serve::ConsistentReads::Forward, path, accept);
     same_answer(up, p, path, accept).await
 }
 
@@ -288,12 +283,7 @@ async fn same_answer(up: &str, p: &Proxy, path: &str, accept: &str) -> Vec<u8> {
 /// PartialObjectMetadataLists).
 async fn same_metadata_page(up: &str, p: &Proxy, path: &str) {
     let accept = PROTOBUF_META_LIST;
-    assert_served_with(
-        p,
-        kubecache::serve::route::ConsistentReads::Forward,
-        path,
-        accept,
-    );
+    assert_served_with(p, kubecache::serve::ConsistentReads::Forward, path, accept);
     let a = fetch_with(&format!("{up}{path}"), &[("Accept", accept)]).await;
     let b = fetch_with(&format!("{}{path}", p.url), &[("Accept", accept)]).await;
     assert_eq!((b.0, &b.1), (a.0, &a.1), "{path}");
@@ -361,7 +351,7 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
             let all = format!("{path}?resourceVersion=0");
             assert_served_with(
                 &p,
-                kubecache::serve::route::ConsistentReads::Forward,
+                kubecache::serve::ConsistentReads::Forward,
                 &all,
                 PROTOBUF,
             );
@@ -383,16 +373,17 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
         let invalid = format!("/api/v1/namespaces/{ns}/configmaps?resourceVersionMatch=Exact");
         let mut headers = http::HeaderMap::new();
         headers.insert("accept", http::HeaderValue::from_static(PROTOBUF));
-        let (path, query) = invalid.split_once('?').unwrap();
-        let d = kubecache::serve::route::decide(
-            &p.cache,
-            kubecache::serve::route::ConsistentReads::Forward,
+        let request = kubecache::request::Request::parse(
             &http::Method::GET,
-            path,
-            Some(query),
+            &invalid.parse().unwrap(),
             &headers,
         );
-        assert!(matches!(d, kubecache::serve::route::Decision::Reject(_)));
+        let d = kubecache::serve::route::decide(
+            &p.cache,
+            kubecache::serve::ConsistentReads::Forward,
+            &request,
+        );
+        assert!(matches!(d, Err(kubecache::serve::route::Route::Refused(_))));
         let body = same_answer(&up, &p, &invalid, PROTOBUF).await;
         assert_eq!(unwrap_envelope(&body).type_meta.unwrap().kind, "Status");
         release(&up, ns).await;
@@ -503,7 +494,7 @@ async fn protobuf_watches_through_kubecache_equal_the_apiservers() {
             format!("watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=6");
         assert_served_with(
             &p,
-            kubecache::serve::route::ConsistentReads::Forward,
+            kubecache::serve::ConsistentReads::Forward,
             &format!("{cms}?{query}"),
             PROTOBUF,
         );

@@ -9,9 +9,9 @@
 mod common;
 
 use common::*;
-use http::{HeaderMap, HeaderValue, Method};
+use http::Method;
 use http_body_util::BodyExt;
-use kubecache::serve::route::{decide, ConsistentReads, Decision};
+use kubecache::serve::ConsistentReads;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -52,30 +52,10 @@ const HEADERS: &[&str] = &[
     "application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1",
 ];
 
-fn headers(accept: &str) -> HeaderMap {
-    let mut h = HeaderMap::new();
-    h.insert("accept", HeaderValue::from_str(accept).unwrap());
-    h
-}
-
 /// kubecache answers this from its cache, so a comparison with the
 /// simulator compares two servers, not the simulator with itself.
 fn assert_served_from_cache(p: &Proxy, path_and_query: &str, accept: &str) {
-    let (path, query) = path_and_query
-        .split_once('?')
-        .unwrap_or((path_and_query, ""));
-    match decide(
-        &p.cache,
-        ConsistentReads::Forward,
-        &Method::GET,
-        path,
-        Some(query),
-        &headers(accept),
-    ) {
-        Decision::Cache { .. } => {}
-        Decision::Forward(r) => panic!("{path_and_query} forwarded ({})", r.as_str()),
-        Decision::Reject(s) => panic!("{path_and_query} rejected: {s:?}"),
-    }
+    assert_served_with(p, ConsistentReads::Forward, path_and_query, accept);
 }
 
 fn parse(what: &str, body: &str) -> Value {
@@ -515,17 +495,15 @@ async fn accept_headers_through_kubecache_get_the_sims_answer() {
                 // kubecache writes protobuf, which the JSON-only simulator
                 // cannot (it answers a JSON clause, or 406): kubecache
                 // answers from its cache, as the apiserver would.
-                let protobuf = kubecache::request::accept::negotiate(
-                    Some(accept),
-                    kubecache::request::accept::Endpoint::resource(true),
-                )
-                .is_some_and(|n| {
-                    n.media == kubecache::request::accept::Media::Protobuf
-                        && !matches!(
-                            n.conversion,
-                            Some(kubecache::request::accept::Conversion::Table(_))
-                        )
-                });
+                let protobuf = kubecache::request::accept::Accept::new(Some(accept))
+                    .negotiate(kubecache::request::accept::Endpoint::resource(true))
+                    .is_some_and(|n| {
+                        n.media == kubecache::request::accept::Media::Protobuf
+                            && !matches!(
+                                n.conversion,
+                                Some(kubecache::request::accept::Conversion::Table(_))
+                            )
+                    });
                 if protobuf {
                     assert_eq!(direct.1, "application/json", "{what}");
                     assert_eq!(cached.1, "application/vnd.kubernetes.protobuf", "{what}");

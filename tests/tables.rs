@@ -12,7 +12,7 @@ mod common;
 use common::fixtures::*;
 use common::*;
 use http::Method;
-use kubecache::serve::route::ConsistentReads;
+use kubecache::serve::ConsistentReads;
 use serde_json::{json, Value};
 use std::time::Duration;
 

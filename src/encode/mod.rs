@@ -8,14 +8,16 @@
 //! buffers), `protobuf` (the transcoder and envelopes), `print` (Table
 //! rows), `codec` (objects to entries and back, and the memos kept beside
 //! them), the bodies of each representation (`json`, `meta`, `table`,
-//! `bookmark`), `pretty` (the indented layout), and `repr`, which picks
-//! among them for a negotiated representation.
+//! `bookmark`), `pretty` (the indented layout), `repr`, which picks
+//! among them, and `negotiate`, which picks the representation from a
+//! request's Accept header.
 
 pub mod bookmark;
 pub mod codec;
 pub mod json;
 pub mod list_meta;
 pub mod meta;
+pub mod negotiate;
 pub mod pretty;
 pub mod print;
 pub mod protobuf;

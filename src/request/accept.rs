@@ -233,23 +233,6 @@ impl Endpoint {
     }
 }
 
-/// go-restful's route check, which the apiserver's built-in resources pass
-/// before any negotiation: some entry of the Accept header, cut at its
-/// first `;` and trimmed, is `*/*` or exactly one of the media types the
-/// routes produce (the endpoint's serializers'). It fails with a bare 406
-/// ("406: Not Acceptable"), e.g. for `application/*`, which negotiation
-/// alone would accept.
-pub fn restful_accepts(header: Option<&str>, endpoint: Endpoint) -> bool {
-    let header = match header {
-        None | Some("") => return true,
-        Some(h) => h,
-    };
-    header.split(',').any(|entry| {
-        let media = entry.split(';').next().unwrap_or("").trim_matches(' ');
-        media == "*/*" || endpoint.serializers.iter().any(|m| m.media_type() == media)
-    })
-}
-
 /// The outcome of negotiation: the serializer and the conversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Negotiated {
@@ -261,31 +244,92 @@ pub struct Negotiated {
     pub stream: bool,
 }
 
-/// NegotiateMediaTypeOptions for a resource endpoint: `None` when nothing
-/// is acceptable (the apiserver's 406).
-pub fn negotiate(header: Option<&str>, endpoint: Endpoint) -> Option<Negotiated> {
-    let header = header.unwrap_or("");
-    if header.is_empty() {
-        return Some(Negotiated {
-            media: Media::Json,
-            conversion: None,
-            pretty: false,
-            stream: false,
-        });
+/// An Accept header, read once: its text and its clauses in preference
+/// order, negotiated against any endpoint without being parsed again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Accept {
+    /// The header's text; `None` when absent or empty.
+    text: Option<String>,
+    clauses: Vec<Clause>,
+    /// Present but not text (bytes outside visible ASCII).
+    unreadable: bool,
+}
+
+impl Accept {
+    /// The header as text (`None`: absent).
+    pub fn new(header: Option<&str>) -> Accept {
+        let text = header.filter(|h| !h.is_empty());
+        Accept {
+            text: text.map(str::to_string),
+            clauses: text.map(parse).unwrap_or_default(),
+            unreadable: false,
+        }
     }
-    for clause in parse(header) {
-        for &media in endpoint.serializers {
-            let (kind, sub) = media.types();
-            let matches = (clause.kind == kind && (clause.sub == sub || clause.sub == "*"))
-                || (clause.kind == "*" && clause.sub == "*");
-            if matches {
-                if let Some(n) = accept(&clause, media, endpoint) {
-                    return Some(n);
+
+    /// The header of a request.
+    pub fn from_header(header: Option<&http::HeaderValue>) -> Accept {
+        match header.map(|v| v.to_str()) {
+            None => Accept::default(),
+            Some(Ok(text)) => Accept::new(Some(text)),
+            Some(Err(_)) => Accept {
+                unreadable: true,
+                ..Accept::default()
+            },
+        }
+    }
+
+    /// The header's text, if it has any.
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
+    /// Whether a header came that is not text: nothing here can judge it
+    /// as the apiserver would, and errors made here treat it as absent.
+    pub fn is_unreadable(&self) -> bool {
+        self.unreadable
+    }
+
+    /// go-restful's route check, which the apiserver's built-in resources
+    /// pass before any negotiation: some entry of the Accept header, cut at
+    /// its first `;` and trimmed, is `*/*` or exactly one of the media
+    /// types the routes produce (the endpoint's serializers'). It fails
+    /// with a bare 406 ("406: Not Acceptable"), e.g. for `application/*`,
+    /// which negotiation alone would accept.
+    pub fn restful_accepts(&self, endpoint: Endpoint) -> bool {
+        let Some(header) = self.text() else {
+            return true;
+        };
+        header.split(',').any(|entry| {
+            let media = entry.split(';').next().unwrap_or("").trim_matches(' ');
+            media == "*/*" || endpoint.serializers.iter().any(|m| m.media_type() == media)
+        })
+    }
+
+    /// NegotiateMediaTypeOptions for an endpoint: `None` when nothing is
+    /// acceptable (the apiserver's 406).
+    pub fn negotiate(&self, endpoint: Endpoint) -> Option<Negotiated> {
+        if self.text.is_none() {
+            return Some(Negotiated {
+                media: Media::Json,
+                conversion: None,
+                pretty: false,
+                stream: false,
+            });
+        }
+        for clause in &self.clauses {
+            for &media in endpoint.serializers {
+                let (kind, sub) = media.types();
+                let matches = (clause.kind == kind && (clause.sub == sub || clause.sub == "*"))
+                    || (clause.kind == "*" && clause.sub == "*");
+                if matches {
+                    if let Some(n) = accept(clause, media, endpoint) {
+                        return Some(n);
+                    }
                 }
             }
         }
+        None
     }
-    None
 }
 
 /// acceptMediaTypeOptions with the RequestScope's restrictions.
@@ -350,13 +394,21 @@ mod tests {
     };
 
     fn n(h: &str) -> Option<(Media, Option<Conversion>)> {
-        negotiate(Some(h), BUILTIN).map(|n| (n.media, n.conversion))
+        Accept::new(Some(h))
+            .negotiate(BUILTIN)
+            .map(|n| (n.media, n.conversion))
     }
 
     #[test]
     fn no_header_is_json() {
-        assert_eq!(negotiate(None, BUILTIN).unwrap().media, Media::Json);
-        assert_eq!(negotiate(Some(""), BUILTIN).unwrap().media, Media::Json);
+        assert_eq!(
+            Accept::new(None).negotiate(BUILTIN).unwrap().media,
+            Media::Json
+        );
+        assert_eq!(
+            Accept::new(Some("")).negotiate(BUILTIN).unwrap().media,
+            Media::Json
+        );
     }
 
     #[test]
@@ -454,19 +506,24 @@ mod tests {
     #[test]
     fn custom_resources_have_no_protobuf() {
         let h = Some("application/vnd.kubernetes.protobuf, application/json;q=0.5");
-        assert_eq!(negotiate(h, CUSTOM).unwrap().media, Media::Json);
-        assert_eq!(negotiate(h, BUILTIN).unwrap().media, Media::Protobuf);
+        assert_eq!(Accept::new(h).negotiate(CUSTOM).unwrap().media, Media::Json);
+        assert_eq!(
+            Accept::new(h).negotiate(BUILTIN).unwrap().media,
+            Media::Protobuf
+        );
     }
 
     #[test]
     fn pretty_is_a_parameter_too() {
         assert!(
-            negotiate(Some("application/json;pretty=1"), BUILTIN)
+            Accept::new(Some("application/json;pretty=1"))
+                .negotiate(BUILTIN)
                 .unwrap()
                 .pretty
         );
         assert!(
-            !negotiate(Some("application/json;pretty=0"), BUILTIN)
+            !Accept::new(Some("application/json;pretty=0"))
+                .negotiate(BUILTIN)
                 .unwrap()
                 .pretty
         );
@@ -474,7 +531,7 @@ mod tests {
 
     #[test]
     fn go_restful_wants_an_exact_media_type_or_any() {
-        let ok = |h: Option<&str>| restful_accepts(h, BUILTIN);
+        let ok = |h: Option<&str>| Accept::new(h).restful_accepts(BUILTIN);
         assert!(ok(None));
         assert!(ok(Some("application/json;as=Table;g=meta.k8s.io;v=v1")));
         assert!(ok(Some("text/html, */*;q=0.1")));
@@ -488,28 +545,28 @@ mod tests {
     #[test]
     fn a_json_only_server_routes_and_negotiates_json_alone() {
         let json = Endpoint::JSON_ONLY_RESOURCE;
-        assert!(restful_accepts(Some("application/json;as=Table"), json));
-        assert!(restful_accepts(Some("application/yaml, */*"), json));
-        assert!(!restful_accepts(Some("application/yaml"), json));
-        assert!(!restful_accepts(
-            Some("application/vnd.kubernetes.protobuf"),
-            json
-        ));
+        assert!(Accept::new(Some("application/json;as=Table")).restful_accepts(json));
+        assert!(Accept::new(Some("application/yaml, */*")).restful_accepts(json));
+        assert!(!Accept::new(Some("application/yaml")).restful_accepts(json));
+        assert!(!Accept::new(Some("application/vnd.kubernetes.protobuf")).restful_accepts(json));
         // What the apiserver would answer in protobuf or YAML falls to the
         // next clause JSON fits.
         let h = Some("application/vnd.kubernetes.protobuf, application/json;q=0.5");
-        assert_eq!(negotiate(h, json).unwrap().media, Media::Json);
+        assert_eq!(Accept::new(h).negotiate(json).unwrap().media, Media::Json);
         assert_eq!(
-            negotiate(
-                Some("application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1"),
-                json
-            )
+            Accept::new(Some(
+                "application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1"
+            ))
+            .negotiate(json)
             .unwrap()
             .conversion,
             Some(Conversion::Table(MetaVersion::V1))
         );
-        assert_eq!(negotiate(Some("application/yaml"), json), None);
-        assert_eq!(negotiate(Some("*/*"), json).unwrap().media, Media::Json);
+        assert_eq!(Accept::new(Some("application/yaml")).negotiate(json), None);
+        assert_eq!(
+            Accept::new(Some("*/*")).negotiate(json).unwrap().media,
+            Media::Json
+        );
         assert_eq!(json.media_types(), "application/json");
         assert_eq!(
             BUILTIN.media_types(),
@@ -520,11 +577,14 @@ mod tests {
     #[test]
     fn errors_are_negotiated_without_conversions() {
         let meta = Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
-        assert_eq!(negotiate(meta, Endpoint::ERRORS), None);
+        assert_eq!(Accept::new(meta).negotiate(Endpoint::ERRORS), None);
         let with_json =
             Some("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json");
         assert_eq!(
-            negotiate(with_json, Endpoint::ERRORS).unwrap().media,
+            Accept::new(with_json)
+                .negotiate(Endpoint::ERRORS)
+                .unwrap()
+                .media,
             Media::Json
         );
     }

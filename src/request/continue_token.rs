@@ -33,7 +33,7 @@ pub struct ContinueToken {
     pub start: String,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 #[error("continue key is not valid: {0}")]
 pub struct InvalidToken(String);
 

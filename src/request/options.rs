@@ -2,8 +2,7 @@
 //! them (`ValidateListOptions`), and the resourceVersion semantics table of
 //! the API concepts document turned into one `ReadMode`.
 
-use super::continue_token::ContinueToken;
-use crate::status::{Cause, Status};
+use super::continue_token::{ContinueToken, InvalidToken};
 
 /// The query parameters of a get, list or watch. Unparseable numbers or
 /// booleans are kept as `unparsed` so the request can be forwarded for the
@@ -113,7 +112,7 @@ impl ListOptions {
     }
 
     /// `ValidateListOptions` for lists (the watch rules come with watches).
-    pub fn validate_list(&self) -> Result<(), Status> {
+    pub fn validate_list(&self) -> Result<(), OptionsError> {
         let mut causes = Vec::new();
         if let Some(m) = self
             .resource_version_match
@@ -132,10 +131,10 @@ impl ListOptions {
                 ));
             }
             if m != "Exact" && m != "NotOlderThan" {
-                causes.push(Cause {
-                    reason: "FieldValueNotSupported".into(),
+                causes.push(FieldError {
+                    reason: "FieldValueNotSupported",
                     message: format!("Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""),
-                    field: "resourceVersionMatch".into(),
+                    field: "resourceVersionMatch",
                 });
             }
             if m == "Exact" && rv == "0" {
@@ -145,10 +144,10 @@ impl ListOptions {
             }
         }
         if self.send_initial_events.is_some() {
-            causes.push(Cause {
-                reason: "FieldValueForbidden".into(),
+            causes.push(FieldError {
+                reason: "FieldValueForbidden",
                 message: "Forbidden: sendInitialEvents is forbidden for list".into(),
-                field: "sendInitialEvents".into(),
+                field: "sendInitialEvents",
             });
         }
         invalid_if_any(causes)
@@ -156,7 +155,7 @@ impl ListOptions {
 
     /// `ValidateListOptions` for watches (`validateWatchOptions`, with the
     /// WatchList feature on, as current apiservers have it).
-    pub fn validate_watch(&self) -> Result<(), Status> {
+    pub fn validate_watch(&self) -> Result<(), OptionsError> {
         let mut causes = Vec::new();
         let m = self.resource_version_match.as_deref().unwrap_or("");
         if self.send_initial_events.is_some() && m != "NotOlderThan" {
@@ -171,12 +170,12 @@ impl ListOptions {
                 ));
             }
             if m != "NotOlderThan" {
-                causes.push(Cause {
-                    reason: "FieldValueNotSupported".into(),
+                causes.push(FieldError {
+                    reason: "FieldValueNotSupported",
                     message: format!(
                         "Unsupported value: \"{m}\": supported values: \"NotOlderThan\""
                     ),
-                    field: "resourceVersionMatch".into(),
+                    field: "resourceVersionMatch",
                 });
             }
             if self.continues() {
@@ -189,20 +188,44 @@ impl ListOptions {
     }
 }
 
+/// One field `ValidateListOptions` refuses, as apimachinery's
+/// `field.Error`: its reason (`FieldValueForbidden`…), the field, and the
+/// message as `ErrorBody` writes it ("Forbidden: …").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub reason: &'static str,
+    pub field: &'static str,
+    pub message: String,
+}
+
+/// Options the apiserver refuses before reading anything.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionsError {
+    /// `ValidateListOptions` refused these fields (its 422 on
+    /// `ListOptions.meta.k8s.io`).
+    #[error("invalid list options: {}", .0.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join(", "))]
+    Invalid(Vec<FieldError>),
+    /// A continue token the store cannot decode (its 400).
+    #[error("invalid continue token: {0}")]
+    Continue(#[source] InvalidToken),
+    #[error("specifying resource version is not allowed when using continue")]
+    VersionWithContinue,
+}
+
 /// A forbidden use of `resourceVersionMatch`.
-fn forbidden(msg: &str) -> Cause {
-    Cause {
-        reason: "FieldValueForbidden".into(),
+fn forbidden(msg: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueForbidden",
         message: format!("Forbidden: {msg}"),
-        field: "resourceVersionMatch".into(),
+        field: "resourceVersionMatch",
     }
 }
 
-fn invalid_if_any(causes: Vec<Cause>) -> Result<(), Status> {
+fn invalid_if_any(causes: Vec<FieldError>) -> Result<(), OptionsError> {
     if causes.is_empty() {
         Ok(())
     } else {
-        Err(Status::invalid("meta.k8s.io", "ListOptions", "", causes))
+        Err(OptionsError::Invalid(causes))
     }
 }
 
@@ -267,7 +290,7 @@ pub enum ReadMode {
 /// error, or something only the upstream can judge.
 #[derive(Debug)]
 pub enum ModeError {
-    Reject(Status),
+    Reject(OptionsError),
     /// e.g. a non-numeric resourceVersion: forward and let upstream answer.
     Forward(&'static str),
 }
@@ -287,13 +310,10 @@ impl ListOptions {
         let rv = self.rv();
         let m = self.resource_version_match.as_deref().unwrap_or("");
         if let Some(token) = self.continue_token.as_deref().filter(|c| !c.is_empty()) {
-            let token = ContinueToken::decode(token).map_err(|e| {
-                ModeError::Reject(Status::bad_request(format!("invalid continue token: {e}")))
-            })?;
+            let token = ContinueToken::decode(token)
+                .map_err(|e| ModeError::Reject(OptionsError::Continue(e)))?;
             if !rv.is_empty() && rv != "0" {
-                return Err(ModeError::Reject(Status::bad_request(
-                    "specifying resource version is not allowed when using continue",
-                )));
+                return Err(ModeError::Reject(OptionsError::VersionWithContinue));
             }
             return Ok(ReadMode::Continue(token));
         }
@@ -321,6 +341,8 @@ impl ListOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // What the client sees: the Status the HTTP edge makes of the error.
+    use crate::status::Status;
 
     fn opts(q: &str) -> ListOptions {
         ListOptions::parse(Some(q))
@@ -330,7 +352,7 @@ mod tests {
         o.validate_list().unwrap();
         match o.list_mode() {
             Ok(m) => m,
-            Err(ModeError::Reject(s)) => panic!("{q}: {}", s.message),
+            Err(ModeError::Reject(e)) => panic!("{q}: {e}"),
             Err(ModeError::Forward(r)) => panic!("{q}: {r}"),
         }
     }
@@ -341,7 +363,7 @@ mod tests {
     fn watch_errors(q: &str) -> Vec<String> {
         match opts(q).validate_watch() {
             Ok(()) => vec![],
-            Err(s) => s
+            Err(e) => Status::from(&e)
                 .details
                 .map(|d| {
                     d.causes
@@ -375,7 +397,7 @@ mod tests {
                 "resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"",
             ]
         );
-        let s = opts("sendInitialEvents=true").validate_list().unwrap_err();
+        let s = Status::from(&opts("sendInitialEvents=true").validate_list().unwrap_err());
         assert_eq!(s.code, 422);
         assert!(
             s.message
@@ -441,7 +463,8 @@ mod tests {
         ));
         let o = opts(&format!("limit=5&continue={t}&resourceVersion=42"));
         match o.list_mode() {
-            Err(ModeError::Reject(s)) => {
+            Err(ModeError::Reject(e)) => {
+                let s = Status::from(&e);
                 assert_eq!(s.code, 400);
                 assert_eq!(
                     s.message,
@@ -458,14 +481,16 @@ mod tests {
             "resourceVersionMatch=Exact",
             "resourceVersionMatch=Exact&limit=5",
         ] {
-            let err = opts(q).validate_list().unwrap_err();
+            let err = Status::from(&opts(q).validate_list().unwrap_err());
             assert_eq!(err.code, 422);
             assert!(err
                 .message
                 .contains("resourceVersionMatch is forbidden unless resourceVersion is provided"));
-            let err = opts(&format!("{q}&resourceVersion=0"))
-                .validate_list()
-                .unwrap_err();
+            let err = Status::from(
+                &opts(&format!("{q}&resourceVersion=0"))
+                    .validate_list()
+                    .unwrap_err(),
+            );
             assert!(
                 err.message
                     .contains("resourceVersionMatch \\\"exact\\\" is forbidden")
@@ -484,7 +509,10 @@ mod tests {
             "resourceVersionMatch=NotOlderThan",
             "resourceVersionMatch=NotOlderThan&limit=5",
         ] {
-            assert_eq!(opts(q).validate_list().unwrap_err().code, 422);
+            assert_eq!(
+                Status::from(&opts(q).validate_list().unwrap_err()).code,
+                422
+            );
             assert_eq!(mode(&format!("{q}&resourceVersion=0")), ReadMode::Any);
             assert_eq!(
                 mode(&format!("{q}&resourceVersion=42")),
@@ -495,12 +523,14 @@ mod tests {
 
     #[test]
     fn match_with_continue_is_forbidden() {
-        let e = opts(&format!(
-            "resourceVersionMatch=NotOlderThan&resourceVersion=1&continue={}",
-            token(3)
-        ))
-        .validate_list()
-        .unwrap_err();
+        let e = Status::from(
+            &opts(&format!(
+                "resourceVersionMatch=NotOlderThan&resourceVersion=1&continue={}",
+                token(3)
+            ))
+            .validate_list()
+            .unwrap_err(),
+        );
         assert!(e
             .message
             .contains("resourceVersionMatch is forbidden when continue is provided"));
@@ -508,9 +538,11 @@ mod tests {
 
     #[test]
     fn unknown_match_values_are_not_supported() {
-        let e = opts("resourceVersionMatch=Newest&resourceVersion=1")
-            .validate_list()
-            .unwrap_err();
+        let e = Status::from(
+            &opts("resourceVersionMatch=Newest&resourceVersion=1")
+                .validate_list()
+                .unwrap_err(),
+        );
         assert_eq!(e.code, 422);
         assert!(
             e.message.contains("Unsupported value: \"Newest\""),
@@ -522,7 +554,8 @@ mod tests {
     #[test]
     fn bad_continue_tokens_are_bad_requests() {
         match opts("continue=%%%").list_mode() {
-            Err(ModeError::Reject(s)) => {
+            Err(ModeError::Reject(e)) => {
+                let s = Status::from(&e);
                 assert_eq!(s.code, 400);
                 assert!(s
                     .message

@@ -1,13 +1,13 @@
 //! kubecache's own endpoints: `/livez`, `/readyz`, `/healthz` (with
 //! `?verbose`, in the apiserver's `[+]name ok` format) and `/metrics`.
 
-use super::ServeState;
-use crate::upstream::{full_body, Body};
+use super::state::ServeState;
+use crate::body::{self, Body};
 use http::{header, HeaderValue, Response, StatusCode};
 use std::sync::atomic::Ordering;
 
-fn text(status: StatusCode, body: String) -> Response<Body> {
-    let mut r = Response::new(full_body(body));
+fn text(status: StatusCode, content: String) -> Response<Body> {
+    let mut r = Response::new(body::full(content));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,

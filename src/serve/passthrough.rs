@@ -2,8 +2,8 @@
 //! headers and body; the upstream's answer as it comes, errors included;
 //! HTTP upgrades (exec, attach, port-forward) spliced byte for byte.
 
-use crate::status::Status;
-use crate::upstream::{Body, BoxError, Upstream, UpstreamError};
+use crate::body::{self, Body, BoxError};
+use crate::upstream::{Upstream, UpstreamError};
 use http::{header, HeaderMap, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -53,7 +53,12 @@ fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
     }
 }
 
-pub async fn forward(up: &Upstream, mut req: Request<Incoming>) -> Response<Body> {
+/// The request forwarded, its answer streamed back; `Err` when the
+/// upstream could not be asked at all.
+pub async fn forward(
+    up: &Upstream,
+    mut req: Request<Incoming>,
+) -> Result<Response<Body>, UpstreamError> {
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let (mut parts, body) = req.into_parts();
@@ -69,21 +74,18 @@ pub async fn forward(up: &Upstream, mut req: Request<Incoming>) -> Response<Body
     strip_hop_by_hop(&mut parts.headers, upgrade);
     parts.version = http::Version::HTTP_11;
     let body: Body = body.map_err(|e| Box::new(e) as BoxError).boxed_unsync();
-    let resp = match up.send(Request::from_parts(parts, body)).await {
-        Ok(r) => r,
-        Err(e) => return unreachable(e),
-    };
+    let resp = up.send(Request::from_parts(parts, body)).await?;
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_upgrade) = client_upgrade {
-            return splice_upgrade(resp, client_upgrade);
+            return Ok(splice_upgrade(resp, client_upgrade));
         }
     }
     let (mut parts, body) = resp.into_parts();
     strip_hop_by_hop(&mut parts.headers, false);
-    Response::from_parts(
+    Ok(Response::from_parts(
         parts,
         body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
-    )
+    ))
 }
 
 fn splice_upgrade(
@@ -104,19 +106,5 @@ fn splice_upgrade(
         let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
     });
     let (parts, _) = resp.into_parts();
-    Response::from_parts(parts, crate::upstream::empty_body())
-}
-
-fn unreachable(e: UpstreamError) -> Response<Body> {
-    if let UpstreamError::Credentials(_) = e {
-        // A plugin's output is the operator's to read, not every client's.
-        tracing::warn!(error = %e, "no credentials for the upstream");
-        return super::status_response(&Status::service_unavailable(
-            "kubecache could not get its credentials for the upstream apiserver (see its log)",
-        ));
-    }
-    tracing::warn!(error = %e, "upstream unreachable");
-    super::status_response(&Status::service_unavailable(format!(
-        "the upstream apiserver is unreachable: {e}"
-    )))
+    Response::from_parts(parts, body::empty())
 }

@@ -1,19 +1,21 @@
-//! Executing a read the router decided to serve from the cache.
+//! Reading what the router decided the cache answers: an object, a list
+//! (whole, a page, filtered), or a watch, in the negotiated representation
+//! — or finding, only now, that the cache cannot answer it after all
+//! ([`Fallback`]), which the router forwards.
 
-use super::route::{ForwardReason, Read};
-use super::watch::{self, Interference};
-use crate::cache::bodies::{compress, BodyKey, Finished, Output, Pieces, ReprKey};
+use super::watch::{self, WatchSpec};
+use crate::body::Body;
+use crate::cache::bodies::{compress, BodyKey, FinishError, Finished, Output, ReprKey};
 use crate::cache::TypeCache;
-use crate::encode::codec::{Entry, Items, Snapshot, TypeCodec};
+use crate::encode::codec::{Entry, Snapshot, TypeCodec};
 use crate::encode::json;
 use crate::encode::list_meta::ListMeta;
 use crate::encode::pretty::Layout;
 use crate::encode::{Repr, Unencodable};
 use crate::request::{ContinueToken, ReadMode};
+use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
-use crate::upstream::Body;
-use bytes::Bytes;
 use http::Response;
 use std::future::Future;
 use std::pin::Pin;
@@ -23,45 +25,114 @@ use std::time::Duration;
 /// How long a NotOlderThan read waits for the cache, as the apiserver's cacher.
 pub const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
 
-pub enum Outcome {
-    Body(Finished),
+/// What the cache reads for a request.
+pub enum Plan {
+    Get {
+        key: String,
+        name: String,
+        mode: ReadMode,
+        repr: Repr,
+    },
+    List {
+        repr: Repr,
+        /// `ns/` or "".
+        prefix: String,
+        mode: ReadMode,
+        limit: usize,
+        labels: LabelSelector,
+        fields: FieldSelector,
+    },
+    Watch {
+        spec: WatchSpec,
+        /// Wait for the cache to reach this version first (NotOlderThan).
+        at_least: Option<u64>,
+    },
+}
+
+impl Plan {
+    /// The `Content-Type` of the read's answer.
+    pub fn content_type(&self) -> &'static str {
+        match self {
+            Plan::Get { repr, .. } | Plan::List { repr, .. } => repr.content_type(),
+            Plan::Watch { spec, .. } => spec.repr.watch_content_type(),
+        }
+    }
+}
+
+/// A read the cache answers: of which type, what, and how its body goes out.
+pub struct CacheRead {
+    pub tc: Arc<TypeCache>,
+    pub plan: Plan,
+    pub out: Output,
+}
+
+/// What the cache answered.
+pub enum Answer {
+    /// A body, and its `Content-Type`.
+    Body(Finished, &'static str),
     /// A watch: the response streams on its own.
     Stream(Response<Body>),
-    Error(Status),
-    Forward(ForwardReason),
 }
 
-async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, Status> {
+/// What only reading can tell the cache cannot answer: the upstream must.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// An exact read or continue token at a version the cache does not
+    /// hold (older than its history, or newer than it has seen).
+    NotInCache,
+    /// Protobuf of an object with a field v1.20's message lacks.
+    Unencodable,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The object is not there (the apiserver's 404).
+    #[error("{resource} {name:?} not found")]
+    NotFound {
+        group: String,
+        resource: String,
+        name: String,
+    },
+    /// The cache did not reach the version asked for in time (the
+    /// cacher's 504).
+    #[error("the cache did not reach resourceVersion {requested} in time (it is at {current})")]
+    TooLargeResourceVersion { requested: u64, current: u64 },
+    #[error("finishing the body")]
+    Finish(#[from] FinishError),
+    /// A list whose items all have messages failed to encode as one.
+    #[error("encoding the list")]
+    Encode(#[from] Unencodable),
+    /// Not an error of the client's: the upstream answers instead.
+    #[error("the cache cannot answer this read ({0:?})")]
+    Fallback(Fallback),
+}
+
+/// A state at least as new as `rv`, waiting for it as the cacher waits.
+async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, ReadError> {
     match tc.store.wait_for(rv, FRESHNESS_WAIT).await {
         Ok(_) => Ok(tc.store.current()),
-        Err(have) => Err(Status::too_large_resource_version(rv, have)),
+        Err(current) => Err(ReadError::TooLargeResourceVersion {
+            requested: rv,
+            current,
+        }),
     }
 }
 
-/// The body finished for `out`, or the error finishing it.
-async fn finish(body: Bytes, out: Output) -> Outcome {
-    match Finished::make(body, out).await {
-        Ok(f) => Outcome::Body(f),
-        Err(e) => Outcome::Error(finish_failed(e)),
-    }
-}
-
-fn finish_failed(e: crate::cache::bodies::FinishError) -> Status {
-    Status::internal(format!("finishing the response: {}", e.0))
-}
-
-pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
+pub async fn execute(read: CacheRead) -> Result<Answer, ReadError> {
+    let CacheRead { tc, plan, out } = read;
+    let content_type = plan.content_type();
     let codec = tc.codec();
-    match read {
-        Read::Watch {
+    match plan {
+        Plan::Watch {
             spec,
             at_least: min,
         } => {
             // A version the cache does not reach in time fails the watch
             // inside its stream, as the cacher's error watcher does.
             if let Some(rv) = min {
-                if let Err(s) = at_least(tc, rv).await {
-                    return Outcome::Stream(watch::error_response(&spec.repr, &s));
+                if let Err(e) = at_least(&tc, rv).await {
+                    let s = Status::from(&e);
+                    return Ok(Answer::Stream(watch::error_response(&spec.repr, &s)));
                 }
             }
             // A protobuf watch of a type whose objects have no message
@@ -70,43 +141,35 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             if spec.repr.is_protobuf() {
                 let items = tc.store.current().items.values().cloned().collect();
                 if !protobuf_holds(&codec, items).await {
-                    return Outcome::Forward(ForwardReason::Unencodable);
+                    return Err(ReadError::Fallback(Fallback::Unencodable));
                 }
             }
-            Outcome::Stream(watch::serve(
-                tc.clone(),
-                codec,
-                spec,
-                Interference::default(),
-                tc.rt.gvr.to_string(),
-            ))
+            let resource = tc.rt.gvr.to_string();
+            Ok(Answer::Stream(watch::serve(tc, codec, spec, resource)))
         }
-        Read::Get {
+        Plan::Get {
             key,
             name,
             mode,
             repr,
         } => {
             let snap = match mode {
-                ReadMode::NotOlderThan(rv) => match at_least(tc, rv).await {
-                    Ok(s) => s,
-                    Err(s) => return Outcome::Error(s),
-                },
+                ReadMode::NotOlderThan(rv) => at_least(&tc, rv).await?,
                 _ => tc.store.current(),
             };
-            match snap.items.get(key.as_str()) {
-                Some(e) => match repr.body(&codec, e) {
-                    Ok(body) => finish(body, out).await,
-                    Err(Unencodable) => Outcome::Forward(ForwardReason::Unencodable),
-                },
-                None => Outcome::Error(Status::not_found(
-                    &tc.rt.gvr.group,
-                    &tc.rt.gvr.resource,
-                    &name,
-                )),
-            }
+            let Some(e) = snap.items.get(key.as_str()) else {
+                return Err(ReadError::NotFound {
+                    group: tc.rt.gvr.group.clone(),
+                    resource: tc.rt.gvr.resource.clone(),
+                    name,
+                });
+            };
+            let body = repr
+                .body(&codec, e)
+                .map_err(|Unencodable| ReadError::Fallback(Fallback::Unencodable))?;
+            Ok(Answer::Body(Finished::make(body, out).await?, content_type))
         }
-        Read::List {
+        Plan::List {
             repr,
             prefix,
             mode,
@@ -114,6 +177,7 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
             labels,
             fields,
         } => {
+            let not_in_cache = ReadError::Fallback(Fallback::NotInCache);
             // (snapshot, start key, whether the limit applies)
             let (snap, start, paged) = match mode {
                 // The apiserver's cache ignores the limit for RV=0.
@@ -121,19 +185,11 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 // Consistent reads reach here only when configured to be
                 // served stale: the newest snapshot, paged as etcd pages.
                 ReadMode::MostRecent => (tc.store.current(), None, true),
-                ReadMode::NotOlderThan(rv) => match at_least(tc, rv).await {
-                    Ok(s) => (s, None, true),
-                    Err(s) => return Outcome::Error(s),
-                },
-                ReadMode::Exact(rv) => match exact(tc, rv) {
-                    Some(s) => (s, None, true),
-                    None => return Outcome::Forward(ForwardReason::NotInCache),
-                },
+                ReadMode::NotOlderThan(rv) => (at_least(&tc, rv).await?, None, true),
+                ReadMode::Exact(rv) => (exact(&tc, rv).ok_or(not_in_cache)?, None, true),
                 ReadMode::Continue(ContinueToken { rv, start }) => {
-                    let Some(s) = u64::try_from(rv).ok().and_then(|rv| exact(tc, rv)) else {
-                        return Outcome::Forward(ForwardReason::NotInCache);
-                    };
-                    (s, Some(start), true)
+                    let snap = u64::try_from(rv).ok().and_then(|rv| exact(&tc, rv));
+                    (snap.ok_or(not_in_cache)?, Some(start), true)
                 }
             };
             let limit = if paged { limit } else { 0 };
@@ -144,10 +200,15 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 labels: &labels,
                 fields: &fields,
             };
-            if repr.is_protobuf()
-                && !protobuf_holds(&codec, read_page(&snap.items, &req).items).await
-            {
-                return Outcome::Forward(ForwardReason::Unencodable);
+            // Whether protobuf can hold the page is known only by reading
+            // it; the page read for that is the one the body is made of.
+            let mut protobuf_page = None;
+            if repr.is_protobuf() {
+                let page = read_page(&snap.items, &req);
+                if !protobuf_holds(&codec, page.items.clone()).await {
+                    return Err(ReadError::Fallback(Fallback::Unencodable));
+                }
+                protobuf_page = Some(page);
             }
             // Unfiltered, the items are a key-ordered run of the snapshot:
             // their gzip pieces fit together.
@@ -157,35 +218,29 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                 && labels.is_empty()
                 && fields.is_empty();
             // Assembled before anything awaits: a Table's spec is not `Sync`.
-            let make = || -> Pin<Box<dyn Future<Output = Result<Finished, Status>> + Send>> {
-                let page = read_page(&snap.items, &req);
+            let make = || -> Pin<Box<dyn Future<Output = Result<Finished, ReadError>> + Send>> {
+                let page = protobuf_page.unwrap_or_else(|| read_page(&snap.items, &req));
                 let meta = ListMeta::of_page(snap.rv, &page);
                 if stitchable {
                     let (head, tail) = json::list_ends(&codec, &meta);
                     if json::joined_len(&head, &page.items, &tail) > compress::THRESHOLD {
-                        return Box::pin(gzipped_list(
-                            tc.pieces.clone(),
-                            head,
-                            page.items,
-                            tail,
-                            snap.items.clone(),
-                        ));
+                        let gz =
+                            tc.pieces
+                                .clone()
+                                .gzip_list(head, page.items, tail, snap.items.clone());
+                        return Box::pin(async move { Ok(gz.await?) });
                     }
                 }
                 match repr.list(&codec, &meta, &page.items) {
-                    Ok(body) => {
-                        Box::pin(
-                            async move { Finished::make(body, out).await.map_err(finish_failed) },
-                        )
-                    }
-                    // `holds` said it would: unreachable.
-                    Err(e) => Box::pin(std::future::ready(Err(Status::internal(e.to_string())))),
+                    Ok(body) => Box::pin(async move { Ok(Finished::make(body, out).await?) }),
+                    // `holds` said it would.
+                    Err(e) => Box::pin(std::future::ready(Err(e.into()))),
                 }
             };
             // Whole lists and pages of the newest snapshot are what many
             // clients ask for alike: kept until the next event.
             let keep = labels.is_empty() && fields.is_empty() && snap.rv == tc.store.rv();
-            let result = if keep {
+            let body = if keep {
                 let key = BodyKey {
                     prefix: prefix.clone(),
                     start: start.clone(),
@@ -198,14 +253,13 @@ pub async fn execute(tc: &Arc<TypeCache>, read: Read, out: Output) -> Outcome {
                     _ if stitchable => tc.pieces.fills() as i64,
                     _ => 0,
                 };
-                tc.bodies.get_or_make(snap.rv, key, generation, make).await
+                tc.bodies
+                    .get_or_make(snap.rv, key, generation, make)
+                    .await?
             } else {
-                make().await
+                make().await?
             };
-            match result {
-                Ok(f) => Outcome::Body(f),
-                Err(s) => Outcome::Error(s),
-            }
+            Ok(Answer::Body(body, content_type))
         }
     }
 }
@@ -222,30 +276,6 @@ async fn protobuf_holds(codec: &Arc<TypeCodec>, items: Vec<Arc<Entry>>) -> bool 
     tokio::task::spawn_blocking(move || check(&codec, &items))
         .await
         .unwrap_or(false)
-}
-
-/// A compact JSON list, gzipped: stitched from its items' pieces when they
-/// are at hand, compressed whole otherwise.
-async fn gzipped_list(
-    pieces: Arc<Pieces>,
-    head: Vec<u8>,
-    items: Vec<Arc<Entry>>,
-    tail: Vec<u8>,
-    all: Items,
-) -> Result<Finished, Status> {
-    let work = move || {
-        let bytes = match pieces.stitch(&head, &items, &tail, &all) {
-            Some(z) => z,
-            None => compress::gzip(&json::join(&head, &items, &tail)),
-        };
-        Finished {
-            bytes,
-            gzipped: true,
-        }
-    };
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| Status::internal(format!("finishing the response: {e}")))
 }
 
 /// The state at exactly `rv`, if the cache has it: within its history and

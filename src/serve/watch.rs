@@ -5,18 +5,17 @@
 //! arrives as ADDED, one leaving it as DELETED — bookmarks about once a
 //! minute and just before the deadline, and a clean end at the deadline.
 //! A watcher that falls too far behind is cut off without slowing anyone.
-//! kubecache's watches and the simulator's come from here; the simulator
-//! adds its faults through `Interference`.
+//! kubecache's watches and the simulator's come from here.
 
+use super::respond::typed_response;
+use crate::body::{self, Body};
 use crate::encode::codec::{Change, Entry, Event, Items, Store, TypeCodec};
 use crate::encode::{json, Repr, Unencodable};
 use crate::metrics;
 use crate::request::options::Initial;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::serve::typed_response;
 use crate::status::Status;
 use crate::store::{EventType, BROADCAST_CAPACITY};
-use crate::upstream::{channel_body, Body};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use rand::RngExt;
@@ -26,8 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
+use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 /// Which objects a watcher sees.
@@ -99,19 +98,6 @@ pub fn timeout(seconds: Option<i64>) -> Duration {
     }
 }
 
-/// Asked before each line; true replaces the line with the given garbage.
-pub type Garble = (Arc<dyn Fn() -> bool + Send + Sync>, &'static [u8]);
-
-/// Disturbances injected from outside (the simulator's faults).
-#[derive(Default)]
-pub struct Interference {
-    /// The stream ends when this changes, as a dropped connection would.
-    pub drops: Option<watch::Receiver<u64>>,
-    /// While true, nothing is sent and the connection stays open.
-    pub stall: Option<watch::Receiver<bool>>,
-    pub garble: Option<Garble>,
-}
-
 /// About once a minute, like the cacher's bookmark timer.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 /// Lines queued for the client before the watcher stops taking events and
@@ -126,7 +112,6 @@ pub fn serve<S>(
     source: Arc<S>,
     codec: Arc<TypeCodec>,
     spec: WatchSpec,
-    interference: Interference,
     resource: String,
 ) -> Response<Body>
 where
@@ -171,7 +156,7 @@ where
             None => return error_response(&spec.repr, &expired(rv, store.oldest())),
         },
     };
-    let (tx, body) = channel_body(PENDING_MAX);
+    let (tx, body) = body::channel(PENDING_MAX);
     let deadline = Instant::now() + spec.timeout;
     let watcher = Watcher {
         source,
@@ -185,14 +170,14 @@ where
         resource,
     };
     let content_type = watcher.spec.repr.watch_content_type();
-    tokio::spawn(watcher.run(rx, tx, interference));
+    tokio::spawn(watcher.run(rx, tx));
     typed_response(StatusCode::OK, body, content_type)
 }
 
 /// A watch that fails after its request was accepted: as the cacher's
 /// error watcher, one ERROR event carrying the Status, then the end.
 pub fn error_response(repr: &Repr, status: &Status) -> Response<Body> {
-    let (tx, body) = channel_body(1);
+    let (tx, body) = body::channel(1);
     let _ = tx.try_send(error_line(repr, status));
     typed_response(StatusCode::OK, body, repr.watch_content_type())
 }
@@ -209,7 +194,24 @@ fn error_line(repr: &Repr, status: &Status) -> Bytes {
 
 /// The cacher's 410 for a position its history no longer reaches.
 fn expired(rv: u64, oldest: u64) -> Status {
-    Status::expired(format!("too old resource version: {rv} ({oldest})"))
+    Status::from(&WatchError::Expired { rv, oldest })
+}
+
+/// Why a watch ends with an ERROR event.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// Its position is older than the history reaches, or events since it
+    /// were missed (the client must relist).
+    #[error("too old resource version: {rv} ({oldest})")]
+    Expired { rv: u64, oldest: u64 },
+}
+
+impl From<&WatchError> for Status {
+    fn from(e: &WatchError) -> Status {
+        match e {
+            WatchError::Expired { .. } => Status::expired(e.to_string()),
+        }
+    }
 }
 
 /// An event as a filtered watcher sees it: leaving the selection is a
@@ -275,19 +277,6 @@ fn shared_line(
     }
 }
 
-/// Resolves when `rx` sees a change or its sender goes; never without one.
-async fn changed<T>(rx: &mut Option<watch::Receiver<T>>) {
-    match rx {
-        Some(r) => {
-            if r.changed().await.is_err() {
-                // Nothing will change any more: stop asking.
-                *rx = None;
-            }
-        }
-        None => std::future::pending().await,
-    }
-}
-
 /// The state a watch starts with, sent as ADDED events a few at a time as
 /// the client takes them, so that a watch of a large type does not hold
 /// all its lines at once.
@@ -335,24 +324,14 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
         (at > now).then_some(at)
     }
 
-    async fn run(
-        mut self,
-        mut rx: Receiver<Change>,
-        tx: mpsc::Sender<Bytes>,
-        mut interference: Interference,
-    ) {
-        let end = self.pump(&mut rx, &tx, &mut interference).await;
+    async fn run(mut self, mut rx: Receiver<Change>, tx: mpsc::Sender<Bytes>) {
+        let end = self.pump(&mut rx, &tx).await;
         if let End::TooSlow = end {
             metrics::watcher_terminated(&self.resource);
         }
     }
 
-    async fn pump(
-        &mut self,
-        rx: &mut Receiver<Change>,
-        tx: &mpsc::Sender<Bytes>,
-        interference: &mut Interference,
-    ) -> End {
+    async fn pump(&mut self, rx: &mut Receiver<Change>, tx: &mpsc::Sender<Bytes>) -> End {
         // Timers are made once and reset, not remade on every turn: with
         // thousands of watchers, registering and clearing timer entries per
         // event was a tenth of the fan-out's CPU (perf).
@@ -363,39 +342,26 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
         tokio::pin!(bookmark);
         let lag_check = tokio::time::sleep(LAG_CHECK);
         tokio::pin!(lag_check);
-        let mut drops = interference.drops.take();
-        let mut stall = interference.stall.take();
         loop {
-            if drops
-                .as_mut()
-                .is_some_and(|d| d.has_changed().unwrap_or(true))
-            {
-                return End::Done;
-            }
             self.refill();
-            let stalled = stall.as_mut().is_some_and(|s| *s.borrow_and_update());
             // Whatever is ready now is taken and sent now, so a watcher that
             // wakes behind takes a run of events in one turn and its
             // connection writes them together.
-            if !stalled {
-                if let Err(end) = self.exchange(rx, tx, interference) {
-                    return end;
-                }
+            if let Err(end) = self.exchange(rx, tx) {
+                return end;
             }
             // Ends as soon as its last line (a 410 ERROR) is out.
             if self.closing && self.pending.is_empty() {
                 return End::Done;
             }
-            let sending = !stalled && !self.pending.is_empty();
-            let taking = self.taking(stalled);
+            let sending = !self.pending.is_empty();
+            let taking = self.taking();
             tokio::select! {
                 biased;
                 _ = &mut deadline => return End::Done,
-                _ = changed(&mut drops) => return End::Done,
-                _ = changed(&mut stall) => {}
                 permit = tx.reserve(), if sending => {
                     let Ok(permit) = permit else { return End::Done };
-                    if let Some(line) = self.next_line(interference) {
+                    if let Some(line) = self.pending.pop_front() {
                         permit.send(line);
                     }
                 }
@@ -414,7 +380,7 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                     lag_check.as_mut().reset(Instant::now() + LAG_CHECK);
                 }
                 // Like the cacher, no bookmark among the initial events.
-                _ = &mut bookmark, if bookmark_at.is_some() && !stalled && !self.closing && self.initial.is_none() => {
+                _ = &mut bookmark, if bookmark_at.is_some() && !self.closing && self.initial.is_none() => {
                     bookmark_at = self.next_bookmark();
                     if let Some(at) = bookmark_at {
                         bookmark.as_mut().reset(at);
@@ -431,24 +397,19 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
     }
 
     /// Whether the watcher takes changes from its subscription: not while
-    /// stalled, closing, sending initial events or with a full queue.
-    fn taking(&self, stalled: bool) -> bool {
-        !stalled && !self.closing && self.initial.is_none() && self.pending.len() < PENDING_MAX
+    /// closing, sending initial events or with a full queue.
+    fn taking(&self) -> bool {
+        !self.closing && self.initial.is_none() && self.pending.len() < PENDING_MAX
     }
 
     /// Takes the changes already waiting and sends the lines the client's
     /// channel has room for, without waiting for either.
-    fn exchange(
-        &mut self,
-        rx: &mut Receiver<Change>,
-        tx: &mpsc::Sender<Bytes>,
-        interference: &Interference,
-    ) -> Result<(), End> {
+    fn exchange(&mut self, rx: &mut Receiver<Change>, tx: &mpsc::Sender<Bytes>) -> Result<(), End> {
         // A few rounds at most, so a fast client and a busy type do not keep
         // the task from yielding.
         for _ in 0..4 {
             self.refill();
-            while self.taking(false) {
+            while self.taking() {
                 match rx.try_recv() {
                     Ok(c) => self.take(c),
                     Err(TryRecvError::Empty) => break,
@@ -462,7 +423,7 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
             while !self.pending.is_empty() {
                 match tx.try_reserve() {
                     Ok(permit) => {
-                        if let Some(line) = self.next_line(interference) {
+                        if let Some(line) = self.pending.pop_front() {
                             permit.send(line);
                         }
                     }
@@ -472,15 +433,6 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
             }
         }
         Ok(())
-    }
-
-    /// The next queued line as it goes out (garbled when the simulator says).
-    fn next_line(&mut self, interference: &Interference) -> Option<Bytes> {
-        let line = self.pending.pop_front()?;
-        Some(match &interference.garble {
-            Some((garble, garbage)) if garble() => Bytes::from_static(garbage),
-            _ => line,
-        })
     }
 
     /// Queues initial events until the queue is full or they are all out.
@@ -619,7 +571,6 @@ mod tests {
             store_of(n),
             codec(),
             spec(Start::InitialEvents, None),
-            Interference::default(),
             "v1/configmaps".into(),
         );
         let got = lines(resp).await;
@@ -643,7 +594,6 @@ mod tests {
             store_of(PENDING_MAX * 2),
             codec(),
             spec(Start::State, Some("cm-0100")),
-            Interference::default(),
             "v1/configmaps".into(),
         );
         let got = lines(resp).await;
@@ -701,7 +651,6 @@ mod tests {
             store.clone(),
             codec(),
             spec(Start::Now, None),
-            Interference::default(),
             "v1/configmaps".into(),
         );
         // Far more events than the watcher's queue and the client's channel
@@ -732,13 +681,7 @@ mod tests {
         let store = store_of(3);
         let mut long = spec(Start::Now, None);
         long.timeout = Duration::from_secs(600);
-        let resp = serve(
-            store.clone(),
-            codec(),
-            long,
-            Interference::default(),
-            "v1/configmaps".into(),
-        );
+        let resp = serve(store.clone(), codec(), long, "v1/configmaps".into());
         tokio::task::yield_now().await;
         let began = Instant::now();
         // Another state at a later version: events were missed.

@@ -3,7 +3,11 @@
 //! time. Requests can fail (5xx) or be slow; watches can be dropped, stall,
 //! carry undecodable events, or be expired by a compaction (410 on resume).
 
+use crate::body::Body;
+use bytes::Bytes;
+use http_body_util::BodyExt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -129,6 +133,46 @@ fn take_one(n: &AtomicU64) -> bool {
 /// An undecodable watch line: cut off inside the object, like a proxy that
 /// truncated the stream and glued the next event on.
 pub const GARBAGE_LINE: &[u8] = b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\n";
+
+/// A watch's body as it reaches the client through the watch faults: it
+/// ends when watches are dropped, holds everything back (the connection
+/// open) while they are stalled, and has lines replaced with garbage while
+/// garbage is asked for. Each frame of a watch body is one event.
+pub fn watch_body(faults: Arc<Faults>, inner: Body) -> Body {
+    let mut drops = faults.drops();
+    let mut stall = faults.stall();
+    let (tx, body) = crate::body::channel(1);
+    tokio::spawn(async move {
+        let mut inner = inner;
+        loop {
+            if *stall.borrow_and_update() {
+                tokio::select! {
+                    _ = drops.changed() => return,
+                    _ = stall.changed() => continue,
+                }
+            }
+            let frame = tokio::select! {
+                biased;
+                _ = drops.changed() => return,
+                _ = stall.changed() => continue,
+                frame = inner.frame() => frame,
+            };
+            let Some(Ok(frame)) = frame else { return };
+            let Ok(line) = frame.into_data() else {
+                continue;
+            };
+            let line = if faults.take_garbage() {
+                Bytes::from_static(GARBAGE_LINE)
+            } else {
+                line
+            };
+            if tx.send(line).await.is_err() {
+                return;
+            }
+        }
+    });
+    body
+}
 
 #[cfg(test)]
 mod tests {

@@ -85,7 +85,7 @@ pub struct Sim {
     revision: AtomicU64,
     write_lock: Mutex<()>,
     generator: Mutex<Generator>,
-    pub faults: Faults,
+    pub faults: Arc<Faults>,
     /// Watch requests answered, for tests that count upstream load.
     pub watches_served: AtomicU64,
     pub watch_list: bool,
@@ -193,7 +193,7 @@ impl Sim {
             revision: AtomicU64::new(1),
             write_lock: Mutex::new(()),
             generator: Mutex::new(Generator::new(opts.seed)),
-            faults: Faults::default(),
+            faults: Arc::default(),
             watches_served: AtomicU64::new(0),
             watch_list: opts.watch_list,
         });
@@ -679,7 +679,7 @@ pub async fn run(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    crate::serve::serve_http(
+    crate::serve::listener::serve_http(
         listener,
         move |req| api::handle(sim.clone(), req),
         shutdown,

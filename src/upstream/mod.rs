@@ -12,11 +12,12 @@ pub mod discovery;
 pub mod exec;
 pub mod kubeconfig;
 
+use crate::body::{self, Body};
 use auth::{Auth, Credentials};
 use bytes::Bytes;
 use credentials::{BearerToken, TokenSource};
 use http::{header, Request, Response, StatusCode, Uri};
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
@@ -26,9 +27,6 @@ use rustls::pki_types::CertificateDer;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-pub type Body = UnsyncBoxBody<Bytes, BoxError>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
@@ -213,38 +211,6 @@ pub struct Upstream {
     runtime: Option<tokio::runtime::Handle>,
 }
 
-pub fn empty_body() -> Body {
-    Empty::<Bytes>::new().map_err(|e| match e {}).boxed_unsync()
-}
-
-pub fn full_body(b: impl Into<Bytes>) -> Body {
-    http_body_util::Full::new(b.into())
-        .map_err(|e| match e {})
-        .boxed_unsync()
-}
-
-/// A streaming body fed from a channel: watch responses, one frame per event.
-pub struct ChannelBody(tokio::sync::mpsc::Receiver<Bytes>);
-
-impl http_body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = BoxError;
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
-        self.0
-            .poll_recv(cx)
-            .map(|o| o.map(|b| Ok(http_body::Frame::data(b))))
-    }
-}
-
-/// A body and the sender that writes it; dropping the sender ends it.
-pub fn channel_body(depth: usize) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
-    let (tx, rx) = tokio::sync::mpsc::channel(depth);
-    (tx, ChannelBody(rx).boxed_unsync())
-}
-
 fn new_client(connector: Connector) -> Client<Connector, Body> {
     Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
@@ -373,7 +339,7 @@ impl Upstream {
                 header::USER_AGENT,
                 concat!("kubecache/", env!("CARGO_PKG_VERSION")),
             )
-            .body(empty_body())
+            .body(body::empty())
             .expect("a GET with fixed headers is a valid request");
         self.send(req).await
     }

@@ -11,7 +11,7 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use kubecache::cache::Cache;
 use kubecache::reflector::ReflectorConfig;
-use kubecache::serve::{route::ConsistentReads, ServeState};
+use kubecache::serve::{ConsistentReads, ServeState};
 use kubecache::sim::{Sim, SimOptions};
 use kubecache::store::HistoryLimits;
 use kubecache::upstream::{Upstream, UpstreamConfig};
@@ -683,24 +683,15 @@ pub fn assert_served_with(
     path_and_query: &str,
     accept: &str,
 ) {
-    let (path, query) = path_and_query
-        .split_once('?')
-        .unwrap_or((path_and_query, ""));
     let mut headers = http::HeaderMap::new();
     headers.insert("accept", http::HeaderValue::from_str(accept).unwrap());
-    let d = kubecache::serve::route::decide(
-        &p.cache,
-        consistent,
-        &Method::GET,
-        path,
-        Some(query),
-        &headers,
-    );
-    match d {
-        kubecache::serve::route::Decision::Cache { .. } => {}
-        kubecache::serve::route::Decision::Forward(r) => {
-            panic!("{path_and_query} forwarded ({})", r.as_str())
-        }
-        kubecache::serve::route::Decision::Reject(s) => panic!("{path_and_query} rejected: {s:?}"),
+    let uri: http::Uri = path_and_query.parse().unwrap();
+    let request = kubecache::request::Request::parse(&Method::GET, &uri, &headers);
+    use kubecache::serve::route::{decide, Route};
+    match decide(&p.cache, consistent, &request) {
+        Ok(_) => {}
+        Err(Route::Forward(r)) => panic!("{path_and_query} forwarded ({})", r.as_str()),
+        Err(Route::Refused(e)) => panic!("{path_and_query} refused: {e:?}"),
+        Err(Route::Answered(_)) => panic!("{path_and_query} answered before reading"),
     }
 }

@@ -17,7 +17,9 @@
 
 use super::budget::Budget;
 use super::compress::{stitch, Piece};
+use super::finish::{FinishError, Finished};
 use crate::encode::codec::{Entry, Items};
+use crate::encode::json;
 use crate::metrics::{self, GzipHow};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -70,6 +72,29 @@ fn piece_after(after: &Entry, item: &Entry) -> Piece {
 }
 
 impl Pieces {
+    /// A compact JSON list, gzipped: stitched from its items' pieces when
+    /// they are at hand, compressed whole otherwise — off the async
+    /// workers either way.
+    pub async fn gzip_list(
+        self: Arc<Self>,
+        head: Vec<u8>,
+        items: Vec<Arc<Entry>>,
+        tail: Vec<u8>,
+        all: Items,
+    ) -> Result<Finished, FinishError> {
+        let work = move || {
+            let bytes = match self.stitch(&head, &items, &tail, &all) {
+                Some(z) => z,
+                None => super::compress::gzip(&json::join(&head, &items, &tail)),
+            };
+            Finished {
+                bytes,
+                gzipped: true,
+            }
+        };
+        tokio::task::spawn_blocking(work).await.map_err(FinishError)
+    }
+
     pub fn new(budget: Arc<Budget>) -> Self {
         Pieces {
             budget,

@@ -3,8 +3,8 @@
 //! and the health checks.
 
 use super::{respond, value};
+use crate::body::Body;
 use crate::sim::Sim;
-use crate::upstream::Body;
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde_json::{json, Value};

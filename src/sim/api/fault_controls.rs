@@ -2,21 +2,24 @@
 //! switch faults at run time; the fault state they switch is `sim::faults`.
 
 use super::value;
-use crate::serve::status_response;
+use crate::body::Body;
+use crate::serve::respond::status_response;
 use crate::sim::faults::FaultCommand;
 use crate::sim::Sim;
 use crate::status::Status;
-use crate::upstream::Body;
 use http::{Response, StatusCode};
 
-/// `/sim/faults?key=value&…`: all commands are checked before any applies.
+/// `/sim/faults?key=value&…`: all commands are checked before any applies,
+/// and watches are dropped before any are unstalled, so that a watch
+/// unstalled and dropped by one request sends nothing it held back.
 pub(super) fn faults(sim: &Sim, query: Option<&str>) -> Response<Body> {
     let commands: Result<Vec<FaultCommand>, String> =
         url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
             .map(|(k, v)| FaultCommand::parse(&k, &v))
             .collect();
     match commands {
-        Ok(cs) => {
+        Ok(mut cs) => {
+            cs.sort_by_key(|c| !matches!(c, FaultCommand::DropWatches | FaultCommand::Expire));
             for c in &cs {
                 sim.fault(c);
             }

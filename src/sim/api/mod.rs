@@ -14,10 +14,10 @@ mod reads;
 mod writes;
 
 use super::Sim;
+use crate::body::{self, Body};
 use crate::request::ResourcePath;
-use crate::serve::{json_response, status_response};
+use crate::serve::respond::{json_response, status_response};
 use crate::status::Status;
-use crate::upstream::{full_body, Body};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -25,7 +25,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 fn respond(code: StatusCode, body: Bytes) -> Response<Body> {
-    json_response(code, full_body(body))
+    json_response(code, body::full(body))
 }
 
 fn value(code: StatusCode, v: Value) -> Response<Body> {

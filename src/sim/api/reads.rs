@@ -1,5 +1,5 @@
 //! Gets, lists and watches of the simulated types. They negotiate
-//! `Accept` with kubecache's own negotiation (`serve::route::Negotiation`)
+//! `Accept` with kubecache's own negotiation (`encode::negotiate`)
 //! and answer in its encodings: JSON, PartialObjectMetadata[List] and
 //! Tables printed by kubecache's printers, with the apiserver's 406s and
 //! 400s for what does not fit. The simulator's one serializer is JSON:
@@ -9,24 +9,25 @@
 //! `application/json` alone. `pretty` is ignored (compact JSON).
 
 use super::respond;
+use crate::body::{Body, BoxError};
 use crate::encode::codec::Snapshot;
 use crate::encode::list_meta::ListMeta;
+use crate::encode::negotiate::{Negotiation, Refusal};
 use crate::encode::Repr;
 use crate::go::strconv::quote as go_quote;
+use crate::request::accept::Accept;
 use crate::request::accept::{Conversion, Endpoint};
 use crate::request::options::{ModeError, WatchFrom};
+use crate::request::Shape;
 use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
 use crate::selector::field::FieldRules;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::serve::negotiated_error;
 use crate::serve::read::FRESHNESS_WAIT;
-use crate::serve::route::{Negotiation, Refusal, Shape};
-use crate::serve::watch::{self, Interference, Start, WatchSpec};
-use crate::sim::faults::GARBAGE_LINE;
+use crate::serve::respond::negotiated_error;
+use crate::serve::watch::{self, Start, WatchSpec};
 use crate::sim::{Sim, SimType};
 use crate::status::Status;
 use crate::store::page::{read_page, PageRequest};
-use crate::upstream::{Body, BoxError};
 use bytes::Bytes;
 use http::{header, HeaderMap, Response, StatusCode};
 use http_body::Frame;
@@ -47,9 +48,10 @@ pub(super) async fn read(
     query: Option<&str>,
 ) -> Response<Body> {
     let opts = ListOptions::parse(query);
-    let accept = headers
+    let text = headers
         .get(header::ACCEPT)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let accept = Accept::new(text.as_deref());
     let watching = opts.watch || rp.legacy_watch;
     let read = Read {
         t,
@@ -64,7 +66,7 @@ pub(super) async fn read(
         },
         opts: &opts,
     };
-    let answer = match read.representation(accept.as_deref()) {
+    let answer = match read.representation(&accept) {
         Err(s) => Err(s),
         Ok(n) => match (read.shape, read.name) {
             (Shape::Watch, _) => watch(sim, &read, n).await,
@@ -72,7 +74,7 @@ pub(super) async fn read(
             (_, None) => list(sim, &read, n).await,
         },
     };
-    answer.unwrap_or_else(|s| negotiated_error(&s, accept.as_deref(), ERRORS, None))
+    answer.unwrap_or_else(|s| negotiated_error(&s, &accept, ERRORS, None))
 }
 
 /// The simulator's serializers: JSON alone, so that what the apiserver
@@ -97,7 +99,7 @@ type Negotiated = Result<Repr, Refusal>;
 impl Read<'_> {
     /// Refusals made before the read (no route produces what Accept names,
     /// nothing acceptable) are errors; the others are the read's to give.
-    fn representation(&self, accept: Option<&str>) -> Result<Negotiated, Status> {
+    fn representation(&self, accept: &Accept) -> Result<Negotiated, Status> {
         let n = Negotiation {
             accept,
             endpoint: RESOURCES,
@@ -187,7 +189,7 @@ async fn get(
             Err(have) => return Err(Status::too_large_resource_version(rv, have)),
         },
         Ok(_) => t.store.current(),
-        Err(ModeError::Reject(s)) => return Err(s),
+        Err(ModeError::Reject(e)) => return Err(Status::from(&e)),
         Err(ModeError::Forward(_)) => return Err(Status::bad_request("invalid resourceVersion")),
     };
     match snap.items.get(key) {
@@ -205,8 +207,7 @@ struct Selection {
 }
 
 fn selection(t: &SimType, opts: &ListOptions) -> Result<Selection, Status> {
-    let labels = LabelSelector::parse(&opts.label_selector)
-        .map_err(|e| Status::bad_request(e.to_string()))?;
+    let labels = LabelSelector::parse(&opts.label_selector).map_err(|e| Status::from(&e))?;
     let fields = FieldSelector::parse(&opts.field_selector)
         .and_then(|f| {
             f.convert(FieldRules::BuiltIn {
@@ -215,17 +216,17 @@ fn selection(t: &SimType, opts: &ListOptions) -> Result<Selection, Status> {
                 kind: &t.rt.kind,
             })
         })
-        .map_err(|e| Status::bad_request(e.to_string()))?;
+        .map_err(|e| Status::from(&e))?;
     Ok(Selection { labels, fields })
 }
 
 async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body>, Status> {
     let (t, opts) = (read.t, read.opts);
-    opts.validate_list()?;
+    opts.validate_list().map_err(|e| Status::from(&e))?;
     let sel = selection(t, opts)?;
     let mode = match opts.list_mode() {
         Ok(m) => m,
-        Err(ModeError::Reject(s)) => return Err(s),
+        Err(ModeError::Reject(e)) => return Err(Status::from(&e)),
         Err(ModeError::Forward(_)) => return Err(Status::bad_request("invalid resourceVersion")),
     };
     let limit = opts.limit.max(0) as usize;
@@ -352,19 +353,9 @@ async fn watch(sim: &Arc<Sim>, read: &Read<'_>, n: Negotiated) -> Result<Respons
         // since it started; every simulated type starts at revision 1.
         bookmarks_after: 1,
     };
-    let faults = sim.clone();
-    let interference = Interference {
-        drops: Some(sim.faults.drops()),
-        stall: Some(sim.faults.stall()),
-        garble: Some((Arc::new(move || faults.faults.take_garbage()), GARBAGE_LINE)),
-    };
-    let resp = watch::serve(
-        t.clone(),
-        t.codec.clone(),
-        spec,
-        interference,
-        t.rt.gvr.to_string(),
-    );
+    let resp = watch::serve(t.clone(), t.codec.clone(), spec, t.rt.gvr.to_string());
+    let faults = sim.faults.clone();
+    let resp = resp.map(|b| crate::sim::faults::watch_body(faults, b));
     Ok(if unconvertible {
         resp.map(|b| EndsAtFirstEvent { inner: Some(b) }.boxed_unsync())
     } else {
@@ -382,9 +373,9 @@ enum StreamingStart {
 /// Where a watch starts on a current apiserver (the WatchList feature):
 /// its watch-option validation.
 fn streaming_from(opts: &ListOptions) -> Result<WatchFrom, Status> {
-    opts.validate_watch()?;
+    opts.validate_watch().map_err(|e| Status::from(&e))?;
     opts.watch_from().map_err(|e| match e {
-        ModeError::Reject(s) => s,
+        ModeError::Reject(e) => Status::from(&e),
         ModeError::Forward(_) => Status::bad_request(format!(
             "invalid resource version: {}",
             opts.resource_version.as_deref().unwrap_or_default()
@@ -486,7 +477,7 @@ mod tests {
     }
 
     fn frames(lines: &[&'static str]) -> Body {
-        let (tx, body) = crate::upstream::channel_body(lines.len().max(1));
+        let (tx, body) = crate::body::channel(lines.len().max(1));
         for l in lines {
             tx.try_send(Bytes::from_static(l.as_bytes())).unwrap();
         }

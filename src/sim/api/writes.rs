@@ -4,13 +4,13 @@
 //! Writes answer JSON whatever the `Accept` header.
 
 use super::respond;
+use crate::body::Body;
 use crate::encode::codec::Entry;
 use crate::encode::json;
-use crate::serve::status_response;
+use crate::serve::respond::status_response;
 use crate::sim::patch::{PatchError, PatchType};
 use crate::sim::{Sim, SimType, WriteError};
 use crate::status::{Cause, Details, Status};
-use crate::upstream::Body;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;

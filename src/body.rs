@@ -1,0 +1,40 @@
+//! The HTTP bodies every layer hands around: whole ones, empty ones, and
+//! ones streamed from a channel (watches), all boxed as one type.
+
+use bytes::Bytes;
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Empty};
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+pub fn empty() -> Body {
+    Empty::<Bytes>::new().map_err(|e| match e {}).boxed_unsync()
+}
+
+pub fn full(b: impl Into<Bytes>) -> Body {
+    http_body_util::Full::new(b.into())
+        .map_err(|e| match e {})
+        .boxed_unsync()
+}
+
+/// A streaming body fed from a channel: watch responses, one frame per event.
+pub struct ChannelBody(tokio::sync::mpsc::Receiver<Bytes>);
+
+impl http_body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = BoxError;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|o| o.map(|b| Ok(http_body::Frame::data(b))))
+    }
+}
+
+/// A body and the sender that writes it; dropping the sender ends it.
+pub fn channel(depth: usize) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
+    let (tx, rx) = tokio::sync::mpsc::channel(depth);
+    (tx, ChannelBody(rx).boxed_unsync())
+}

@@ -1,0 +1,137 @@
+//! A request read once, into the one typed value every phase after it
+//! works on: what it names (path, resource, verb), how it reads (list
+//! options), how the answer must be written (Accept, pretty, gzip), and
+//! who it is served as (filled in by the authenticate phase).
+
+use super::accept::Accept;
+use super::identity::Identity;
+use super::options::{pretty_print, ListOptions};
+use super::path::ResourcePath;
+use super::verb::Verb;
+use http::{header, HeaderMap, Method, Uri};
+
+/// What a read returns: one object, a list, or a stream of events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Object,
+    List,
+    Watch,
+}
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: Method,
+    /// The path as sent.
+    pub path: String,
+    /// The API resource the path names, if it names one.
+    pub resource: Option<ResourcePath>,
+    /// The query's list, get and watch options.
+    pub options: ListOptions,
+    /// The verb, as the apiserver's RequestInfo names it.
+    pub verb: Verb,
+    /// The Accept header, its clauses parsed.
+    pub accept: Accept,
+    /// Whether the answer is indented (query or user agent, as Go's
+    /// `isPrettyPrint` decides).
+    pub pretty: bool,
+    /// Whether the client takes gzip.
+    pub gzip: bool,
+    pub identity: Identity,
+}
+
+impl Request {
+    /// Reads the request line and headers; never fails (what does not
+    /// parse is left for the phases that care to refuse or forward).
+    pub fn parse(method: &Method, uri: &Uri, headers: &HeaderMap) -> Request {
+        let path = uri.path().to_string();
+        let resource = ResourcePath::parse(&path);
+        let options = ListOptions::parse(uri.query());
+        let verb = Verb::of(method, resource.as_ref(), options.watch);
+        let user_agent = headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok());
+        Request {
+            method: method.clone(),
+            pretty: pretty_print(uri.query(), user_agent),
+            gzip: super::accepts_gzip(headers),
+            accept: Accept::from_header(headers.get(header::ACCEPT)),
+            path,
+            resource,
+            options,
+            verb,
+            identity: Identity::default(),
+        }
+    }
+
+    /// What a read of the resource returns. `?watch` on a named object is
+    /// a get; the legacy `/watch/` path always watches.
+    pub fn shape(&self) -> Option<Shape> {
+        let r = self.resource.as_ref()?;
+        Some(
+            if r.legacy_watch || (self.options.watch && r.name.is_none()) {
+                Shape::Watch
+            } else if r.name.is_some() {
+                Shape::Object
+            } else {
+                Shape::List
+            },
+        )
+    }
+
+    /// The resource's name as metrics label it ("" for none).
+    pub fn resource_name(&self) -> &str {
+        self.resource.as_ref().map_or("", |r| r.resource.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(method: Method, uri: &str, headers: &[(&str, &str)]) -> Request {
+        let mut h = HeaderMap::new();
+        for (k, v) in headers {
+            h.insert(
+                header::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        Request::parse(&method, &uri.parse().unwrap(), &h)
+    }
+
+    #[test]
+    fn a_request_is_read_once_into_everything_the_phases_need() {
+        let r = parse(
+            Method::GET,
+            "/api/v1/namespaces/a/pods?watch=1&labelSelector=app%3Dweb",
+            &[
+                ("accept", "application/json;as=Table;g=meta.k8s.io;v=v1"),
+                ("accept-encoding", "gzip"),
+                ("user-agent", "curl/8"),
+            ],
+        );
+        assert_eq!(r.verb, Verb::Watch);
+        assert_eq!(r.shape(), Some(Shape::Watch));
+        assert_eq!(r.resource_name(), "pods");
+        assert_eq!(r.options.label_selector, "app=web");
+        assert!(r.pretty && r.gzip);
+        assert_eq!(
+            r.accept.text(),
+            Some("application/json;as=Table;g=meta.k8s.io;v=v1")
+        );
+        assert_eq!(r.identity, Identity::Unauthenticated);
+    }
+
+    #[test]
+    fn a_watch_of_one_named_object_is_a_get_but_the_legacy_path_watches() {
+        let get = parse(Method::GET, "/api/v1/namespaces/a/pods/p?watch=1", &[]);
+        assert_eq!((get.verb, get.shape()), (Verb::Get, Some(Shape::Object)));
+        let legacy = parse(Method::GET, "/api/v1/watch/namespaces/a/pods/p", &[]);
+        assert_eq!(
+            (legacy.verb, legacy.shape()),
+            (Verb::Watch, Some(Shape::Watch))
+        );
+        let version = parse(Method::GET, "/version", &[]);
+        assert_eq!((version.verb, version.shape()), (Verb::Other, None));
+    }
+}

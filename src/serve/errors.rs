@@ -1,0 +1,151 @@
+//! What can go wrong serving a request, by the phase it went wrong in, and
+//! the one place each error becomes the `Status` the apiserver would
+//! answer with (the HTTP edge; a watch's ERROR event is an edge too).
+
+use super::read::ReadError;
+use crate::cache::bodies::FinishError;
+use crate::request::options::OptionsError;
+use crate::selector::SelectorError;
+use crate::status::{Cause, Status};
+use crate::upstream::UpstreamError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The query's options (the apiserver's 400s and 422s).
+    #[error("the request's options")]
+    Options(#[from] OptionsError),
+    /// A label or field selector (the apiserver's 400).
+    #[error("the request's selector")]
+    Selector(#[from] SelectorError),
+    #[error("reading the cache")]
+    Read(#[from] ReadError),
+    /// The upstream could not be asked (a 503).
+    #[error("forwarding upstream")]
+    Forward(#[from] UpstreamError),
+    /// No identity to serve the request as.
+    #[error("the request has no identity to be served as")]
+    Unauthenticated,
+}
+
+impl From<&OptionsError> for Status {
+    fn from(e: &OptionsError) -> Status {
+        match e {
+            OptionsError::Invalid(fields) => {
+                let causes = fields
+                    .iter()
+                    .map(|f| Cause {
+                        reason: f.reason.into(),
+                        message: f.message.clone(),
+                        field: f.field.into(),
+                    })
+                    .collect();
+                Status::invalid("meta.k8s.io", "ListOptions", "", causes)
+            }
+            OptionsError::Continue(_) | OptionsError::VersionWithContinue => {
+                Status::bad_request(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<&SelectorError> for Status {
+    fn from(e: &SelectorError) -> Status {
+        Status::bad_request(e.to_string())
+    }
+}
+
+impl From<&FinishError> for Status {
+    fn from(e: &FinishError) -> Status {
+        Status::internal(format!("finishing the response: {}", e.0))
+    }
+}
+
+impl From<&ReadError> for Status {
+    fn from(e: &ReadError) -> Status {
+        match e {
+            ReadError::NotFound {
+                group,
+                resource,
+                name,
+            } => Status::not_found(group, resource, name),
+            ReadError::TooLargeResourceVersion { requested, current } => {
+                Status::too_large_resource_version(*requested, *current)
+            }
+            ReadError::Finish(f) => f.into(),
+            ReadError::Encode(u) => Status::internal(u.to_string()),
+            // Never answered: the router forwards these.
+            ReadError::Fallback(_) => Status::internal(e.to_string()),
+        }
+    }
+}
+
+impl From<&UpstreamError> for Status {
+    fn from(e: &UpstreamError) -> Status {
+        match e {
+            // A plugin's output is the operator's to read, not every client's.
+            UpstreamError::Credentials(_) => Status::service_unavailable(
+                "kubecache could not get its credentials for the upstream apiserver (see its log)",
+            ),
+            e => Status::service_unavailable(format!("the upstream apiserver is unreachable: {e}")),
+        }
+    }
+}
+
+impl From<&ServeError> for Status {
+    fn from(e: &ServeError) -> Status {
+        match e {
+            ServeError::Options(e) => e.into(),
+            ServeError::Selector(e) => e.into(),
+            ServeError::Read(e) => e.into(),
+            ServeError::Forward(e) => e.into(),
+            ServeError::Unauthenticated => Status::new(401, "Unauthorized", "Unauthorized"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::options::FieldError;
+
+    #[test]
+    fn each_phases_errors_become_the_apiservers_status() {
+        let invalid = OptionsError::Invalid(vec![FieldError {
+            reason: "FieldValueForbidden",
+            field: "sendInitialEvents",
+            message: "Forbidden: sendInitialEvents is forbidden for list".into(),
+        }]);
+        let s = Status::from(&ServeError::from(invalid));
+        assert_eq!((s.code, s.reason), (422, "Invalid"));
+        assert_eq!(
+            s.message,
+            "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"
+        );
+        let s = Status::from(&OptionsError::VersionWithContinue);
+        assert_eq!(
+            (s.code, s.message.as_str()),
+            (
+                400,
+                "specifying resource version is not allowed when using continue"
+            )
+        );
+        let s = Status::from(&ReadError::NotFound {
+            group: "apps".into(),
+            resource: "deployments".into(),
+            name: "web".into(),
+        });
+        assert_eq!(
+            (s.code, s.message.as_str()),
+            (404, "deployments.apps \"web\" not found")
+        );
+        let s = Status::from(&ReadError::TooLargeResourceVersion {
+            requested: 9,
+            current: 3,
+        });
+        assert_eq!((s.code, s.retry_after), (504, Some(1)));
+        assert_eq!(
+            s.message,
+            "Timeout: Too large resource version: 9, current: 3"
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! The answers kubecache writes itself, with the headers the apiserver
+//! sends with them: bodies from the cache, and `Status` errors negotiated
+//! as its `ErrorNegotiated` negotiates them.
+
+use crate::body::{self, Body};
+use crate::cache::bodies::Finished;
+use crate::encode::pretty::Layout;
+use crate::request::accept::{Accept, Endpoint, Media};
+use crate::status::Status;
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+
+/// A JSON answer with the headers the apiserver sends with one.
+pub fn json_response(status: StatusCode, body: Body) -> Response<Body> {
+    typed_response(status, body, "application/json")
+}
+
+/// An answer of a content type with the headers the apiserver sends.
+pub fn typed_response(
+    status: StatusCode,
+    body: Body,
+    content_type: &'static str,
+) -> Response<Body> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// A finished body with the headers the apiserver sends with it.
+pub fn body_response(f: Finished, content_type: &'static str) -> Response<Body> {
+    let mut r = typed_response(StatusCode::OK, body::full(f.bytes), content_type);
+    if f.gzipped {
+        let h = r.headers_mut();
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+    r
+}
+
+/// A Status as compact JSON, whatever the request accepts (writes and
+/// the simulator's answers).
+pub fn status_response(s: &Status) -> Response<Body> {
+    status_body_response(s, s.to_bytes())
+}
+
+/// An error written as ErrorNegotiated writes it for a server with the
+/// `errors` endpoint's serializers, of which only JSON and protobuf are
+/// written here: compact when a clause fits (indented when `pretty` says
+/// so or the clause has `pretty=1`; `None`: a server that never indents),
+/// else the indented fallback.
+pub fn negotiated_error(
+    s: &Status,
+    accept: &Accept,
+    errors: Endpoint,
+    pretty: Option<bool>,
+) -> Response<Body> {
+    match accept.negotiate(errors) {
+        Some(n) if n.media == Media::Protobuf => {
+            let mut r = status_body_response(s, crate::encode::protobuf::status(s));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::encode::protobuf::CONTENT_TYPE),
+            );
+            r
+        }
+        Some(n) if pretty.is_some_and(|p| p || n.pretty) => {
+            let body = Layout::Indented { raw_data: false }.apply(s.to_bytes());
+            status_body_response(s, body)
+        }
+        Some(_) => status_response(s),
+        None => status_body_response(s, s.to_indented_bytes()),
+    }
+}
+
+fn status_body_response(s: &Status, body: Bytes) -> Response<Body> {
+    let mut r = json_response(
+        StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        body::full(body),
+    );
+    if let Some(secs) = s.retry_after {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    r
+}
