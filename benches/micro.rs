@@ -19,8 +19,8 @@ use kubecache::encode::Repr;
 use kubecache::request::accept::MetaVersion;
 use kubecache::request::ContinueToken;
 use kubecache::selector::{FieldSelector, LabelSelector};
-use kubecache::sim::{Sim, SimOptions};
 use kubecache::store::page::{read_page, PageRequest};
+use kubecache_sim::{Sim, SimOptions};
 use std::hint::black_box;
 use std::sync::Arc;
 

@@ -1,7 +1,24 @@
 //! kubecache: a caching read-through proxy for the Kubernetes API.
 //!
-//! upstream → reflector → store → serve → encode; `sim` is the simulated
-//! apiserver used by the demo, the tests and load tests.
+//! A request's path through it (`serve::handle`):
+//!
+//! ```text
+//! parse (request::Request::parse)
+//!   → authenticate, authorize (serve::auth)
+//!   → decide and read (serve::route::route: cache | forward, with why)
+//!       cache:   serve::read → cache (kept bodies) → store → encode
+//!       forward: serve::passthrough → upstream
+//!   → respond (serve::respond; errors → Status in serve::errors)
+//! ```
+//!
+//! and the cache's, beside it: `upstream` → `reflector` (list, watch,
+//! relist) → `cache::TypeCache` (through `reflector::Writer`) → `store`.
+//!
+//! Layers from the bottom up (each imports only those below it; checked by
+//! `tests/layers.rs`): `go`, `resource`, `metrics`, `body`; `status`,
+//! `selector`; `request`; `store`; `encode`; `upstream`; `reflector`;
+//! `cache`; `serve`; `config`. The simulated apiserver is the
+//! `kubecache-sim` crate, and the `kubecache` command is `kubecache-cli`.
 
 pub mod body;
 pub mod cache;
@@ -16,7 +33,6 @@ pub mod request;
 pub mod resource;
 pub mod selector;
 pub mod serve;
-pub mod sim;
 pub mod status;
 pub mod store;
 pub mod upstream;

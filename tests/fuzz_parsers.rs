@@ -544,7 +544,7 @@ proptest! {
         patch in patch_like(),
         raw in proptest::collection::vec(any::<u8>(), 0..40),
     ) {
-        use kubecache::sim::patch::{apply, PatchType};
+        use kubecache_sim::patch::{apply, PatchType};
         let pod = a_pod();
         let body = serde_json::to_vec(&patch).unwrap();
         for ty in [PatchType::Merge, PatchType::Json, PatchType::Strategic] {
@@ -558,7 +558,7 @@ proptest! {
 
 #[test]
 fn deeply_nested_patches_are_refused_without_exhausting_the_stack() {
-    use kubecache::sim::patch::{apply, PatchType};
+    use kubecache_sim::patch::{apply, PatchType};
     let deep = format!("{}1{}", r#"{"spec":"#.repeat(20_000), "}".repeat(20_000));
     let ops = format!(
         r#"[{{"op":"add","path":"/x","value":{}1{}}}]"#,

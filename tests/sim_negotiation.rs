@@ -456,7 +456,7 @@ async fn a_metadata_list_watch_ends_at_its_first_event_as_in_v1_20() {
         assert_eq!(send(Method::POST, &cms, Some(cm)).await.status, 201);
         assert_eq!(waiting.await.unwrap(), (200, Some(String::new())));
         // An ERROR event is a Status, not converted: it is sent.
-        sim.sim.fault(&kubecache::sim::faults::FaultCommand::Expire);
+        sim.sim.fault(&kubecache_sim::faults::FaultCommand::Expire);
         let (code, body) = watch_body(
             &format!("{cms}?watch=1&resourceVersion={rv}"),
             META_LIST,

@@ -100,7 +100,7 @@ async fn every_generated_kind_carries_the_managed_fields_of_its_writers() {
 #[tokio::test]
 async fn generated_pods_have_the_managed_fields_the_real_apiserver_writes_for_them() {
     use http::Method;
-    use kubecache::sim::generate::pod_as_the_controller_created_it;
+    use kubecache_sim::generate::pod_as_the_controller_created_it;
     use serde_json::json;
     let sim = SimBuilder::new().pods(60).start().await;
     let up = real_apiserver();
@@ -165,7 +165,7 @@ async fn generated_pods_have_the_managed_fields_the_real_apiserver_writes_for_th
 mod real {
     use super::*;
     use http::Method;
-    use kubecache::sim::generate::{
+    use kubecache_sim::generate::{
         configmap_as_created, deployment_as_created, namespace_as_created, node_as_registered,
     };
     use serde_json::json;

@@ -4,7 +4,7 @@
 pub fn error(token: &str, e: base64::DecodeError) -> String {
     let at = match e {
         base64::DecodeError::InvalidByte(i, _) => i,
-        base64::DecodeError::InvalidLastSymbol(i, _) => i,
+        base64::DecodeError::InvalidLastSymbol { offset, .. } => offset,
         _ => token.len().saturating_sub(1),
     };
     format!("illegal base64 data at input byte {at}")

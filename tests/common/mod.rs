@@ -12,9 +12,9 @@ use hyper_util::rt::TokioExecutor;
 use kubecache::cache::Cache;
 use kubecache::reflector::ReflectorConfig;
 use kubecache::serve::{ConsistentReads, ServeState};
-use kubecache::sim::{Sim, SimOptions};
 use kubecache::store::HistoryLimits;
 use kubecache::upstream::{Upstream, UpstreamConfig};
+use kubecache_sim::{Sim, SimOptions};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ impl SimBuilder {
         let addr = listener.local_addr().unwrap();
         let sim = Sim::new(&self.opts);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(kubecache::sim::run(sim.clone(), listener, async {
+        tokio::spawn(kubecache_sim::run(sim.clone(), listener, async {
             let _ = rx.await;
         }));
         SimServer {

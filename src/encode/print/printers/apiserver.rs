@@ -5,7 +5,7 @@
 //! Component statuses have a printer too, but they can be listed and not
 //! watched, so kubecache does not cache them: their Tables go upstream.
 
-use super::{arr, at, created, int, name, s, RowFn};
+use super::fields::{arr, at, created, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 

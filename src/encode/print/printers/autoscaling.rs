@@ -10,7 +10,7 @@
 //! in annotations, the CPU target in its own fields, and defaults to an
 //! 80% CPU target when it has no metric at all.
 
-use super::{arr, at, created, int, name, s, RowFn};
+use super::fields::{arr, at, created, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! Ports of printers.go for nodes, events (core and events.k8s.io) and
 //! leases.
 
-use super::{arr, at, created, flag, int, name, s, RowFn};
+use super::fields::{arr, at, created, flag, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -1,7 +1,7 @@
 //! Ports of printers.go for the core group's pods, config maps,
 //! namespaces, secrets and service accounts.
 
-use super::{arr, at, count, created, flag, int, name, s, RowFn};
+use super::fields::{arr, at, count, created, flag, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 

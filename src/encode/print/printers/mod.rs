@@ -11,6 +11,7 @@ mod apiserver;
 mod autoscaling;
 mod cluster;
 mod core;
+mod fields;
 mod network;
 mod policy;
 mod storage;
@@ -21,15 +22,10 @@ use super::jsonpath::CustomColumn;
 use super::row::{Row, RowBuilder};
 use crate::encode::pruned::parse_without;
 use bytes::Bytes;
+use fields::{at, s, OrderFn, RowFn};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
-
-/// Appends one object's cells (and conditions) to a row.
-pub type RowFn = fn(&Value, &mut RowBuilder);
-
-/// The key a list printer sorts a page's rows by, before their names.
-pub type OrderFn = fn(&Value) -> i64;
 
 enum Kind {
     Printed(RowFn),
@@ -239,53 +235,6 @@ impl Printer {
         }
         r.finish()
     }
-}
-
-// Readers over versioned JSON with Go's zero values for what is missing.
-
-/// The value at a path of object keys.
-pub(crate) fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(v, |v, k| v.get(k))
-}
-
-/// A string field, "" when missing.
-pub(crate) fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    at(v, path).and_then(Value::as_str).unwrap_or("")
-}
-
-/// An integer field, 0 when missing.
-pub(crate) fn int(v: &Value, path: &[&str]) -> i64 {
-    at(v, path).and_then(Value::as_i64).unwrap_or(0)
-}
-
-/// A boolean field, false when missing.
-pub(crate) fn flag(v: &Value, path: &[&str]) -> bool {
-    at(v, path).and_then(Value::as_bool).unwrap_or(false)
-}
-
-/// An array field, empty when missing.
-pub(crate) fn arr<'a>(v: &'a Value, path: &[&str]) -> &'a [Value] {
-    at(v, path)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// The number of entries of an array or map field.
-pub(crate) fn count(v: &Value, path: &[&str]) -> usize {
-    match at(v, path) {
-        Some(Value::Array(a)) => a.len(),
-        Some(Value::Object(m)) => m.len(),
-        _ => 0,
-    }
-}
-
-/// `metadata.name` and the age, which most printers start or end with.
-pub(crate) fn name(v: &Value) -> &str {
-    s(v, &["metadata", "name"])
-}
-
-pub(crate) fn created(v: &Value) -> Option<&Value> {
-    at(v, &["metadata", "creationTimestamp"])
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Ports of printers.go for services, endpoints, endpoint slices,
 //! ingresses and ingress classes.
 
-use super::{arr, at, created, int, name, s, RowFn};
+use super::fields::{arr, at, created, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 use std::collections::BTreeSet;

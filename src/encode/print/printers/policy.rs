@@ -4,8 +4,8 @@
 //! templates, resource quotas, webhook configurations and certificate
 //! signing requests.
 
+use super::fields::{arr, at, count, created, int, name, s, RowFn};
 use super::workloads::{format_label_selector, format_labels};
-use super::{arr, at, count, created, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
@@ -63,7 +63,7 @@ fn role_binding(b: &Value, r: &mut RowBuilder) {
 fn priority_class(p: &Value, r: &mut RowBuilder) {
     r.str(name(p))
         .int(int(p, &["value"]))
-        .bool(super::flag(p, &["globalDefault"]))
+        .bool(super::fields::flag(p, &["globalDefault"]))
         .since_field(created(p));
 }
 
@@ -101,7 +101,7 @@ fn pod_security_policy(p: &Value, r: &mut RowBuilder) {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let privileged = if super::flag(p, &["spec", "privileged"]) {
+    let privileged = if super::fields::flag(p, &["spec", "privileged"]) {
         "true"
     } else {
         "false"
@@ -113,7 +113,7 @@ fn pod_security_policy(p: &Value, r: &mut RowBuilder) {
         .str(s(p, &["spec", "runAsUser", "rule"]))
         .str(s(p, &["spec", "fsGroup", "rule"]))
         .str(s(p, &["spec", "supplementalGroups", "rule"]))
-        .bool(super::flag(p, &["spec", "readOnlyRootFilesystem"]))
+        .bool(super::fields::flag(p, &["spec", "readOnlyRootFilesystem"]))
         .str(&list("volumes"));
 }
 
@@ -131,7 +131,7 @@ fn network_policy(p: &Value, r: &mut RowBuilder) {
 fn controller_revision(c: &Value, r: &mut RowBuilder) {
     let controller = arr(c, &["metadata", "ownerReferences"])
         .iter()
-        .find(|o| super::flag(o, &["controller"]))
+        .find(|o| super::fields::flag(o, &["controller"]))
         .map_or_else(
             || "<none>".to_string(),
             |o| {

@@ -1,7 +1,7 @@
 //! Ports of printers.go for persistent volumes and their claims, storage
 //! classes, volume attachments, CSI drivers and CSI nodes.
 
-use super::{arr, at, count, created, flag, name, s, RowFn};
+use super::fields::{arr, at, count, created, flag, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 

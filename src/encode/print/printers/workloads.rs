@@ -2,7 +2,7 @@
 //! replica sets, stateful sets, daemon sets, jobs, cron jobs and
 //! replication controllers.
 
-use super::{arr, at, count, created, int, name, s, RowFn};
+use super::fields::{arr, at, count, created, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
 use crate::go::time::{human_duration, parse_rfc3339};
 use serde_json::Value;

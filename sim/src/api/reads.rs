@@ -8,30 +8,30 @@
 //! Acceptable" (its routes produce JSON alone), and its NotAcceptable lists
 //! `application/json` alone. `pretty` is ignored (compact JSON).
 
-use super::respond;
-use crate::body::{Body, BoxError};
-use crate::encode::codec::Snapshot;
-use crate::encode::list_meta::ListMeta;
-use crate::encode::negotiate::{Negotiation, Refusal};
-use crate::encode::Repr;
-use crate::go::strconv::quote as go_quote;
-use crate::request::accept::Accept;
-use crate::request::accept::{Conversion, Endpoint};
-use crate::request::options::{ModeError, WatchFrom};
-use crate::request::Shape;
-use crate::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
-use crate::selector::field::FieldRules;
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::serve::read::FRESHNESS_WAIT;
-use crate::serve::respond::negotiated_error;
-use crate::serve::watch::{self, Start, WatchSpec};
-use crate::sim::{Sim, SimType};
-use crate::status::Status;
-use crate::store::page::{read_page, PageRequest};
+use super::json::respond;
+use crate::{Sim, SimType};
 use bytes::Bytes;
 use http::{header, HeaderMap, Response, StatusCode};
 use http_body::Frame;
 use http_body_util::BodyExt;
+use kubecache::body::{Body, BoxError};
+use kubecache::encode::codec::Snapshot;
+use kubecache::encode::list_meta::ListMeta;
+use kubecache::encode::negotiate::{Negotiation, Refusal};
+use kubecache::encode::Repr;
+use kubecache::go::strconv::quote as go_quote;
+use kubecache::request::accept::Accept;
+use kubecache::request::accept::{Conversion, Endpoint};
+use kubecache::request::options::{ModeError, WatchFrom};
+use kubecache::request::Shape;
+use kubecache::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
+use kubecache::selector::field::FieldRules;
+use kubecache::selector::{FieldSelector, LabelSelector};
+use kubecache::serve::read::FRESHNESS_WAIT;
+use kubecache::serve::respond::negotiated_error;
+use kubecache::serve::watch::{self, Start, WatchSpec};
+use kubecache::status::Status;
+use kubecache::store::page::{read_page, PageRequest};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -355,7 +355,7 @@ async fn watch(sim: &Arc<Sim>, read: &Read<'_>, n: Negotiated) -> Result<Respons
     };
     let resp = watch::serve(t.clone(), t.codec.clone(), spec, t.rt.gvr.to_string());
     let faults = sim.faults.clone();
-    let resp = resp.map(|b| crate::sim::faults::watch_body(faults, b));
+    let resp = resp.map(|b| crate::faults::watch_body(faults, b));
     Ok(if unconvertible {
         resp.map(|b| EndsAtFirstEvent { inner: Some(b) }.boxed_unsync())
     } else {
@@ -436,14 +436,14 @@ impl http_body::Body for EndsAtFirstEvent {
 }
 
 /// The simulator writes JSON only, which holds every object.
-fn unencodable(e: crate::encode::Unencodable) -> Status {
+fn unencodable(e: kubecache::encode::Unencodable) -> Status {
     Status::internal(e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::SimOptions;
+    use crate::SimOptions;
 
     /// Every type, no generated objects.
     fn bare_sim() -> std::sync::Arc<Sim> {
@@ -477,7 +477,7 @@ mod tests {
     }
 
     fn frames(lines: &[&'static str]) -> Body {
-        let (tx, body) = crate::body::channel(lines.len().max(1));
+        let (tx, body) = kubecache::body::channel(lines.len().max(1));
         for l in lines {
             tx.try_send(Bytes::from_static(l.as_bytes())).unwrap();
         }

@@ -3,9 +3,9 @@
 //! time. Requests can fail (5xx) or be slow; watches can be dropped, stall,
 //! carry undecodable events, or be expired by a compaction (410 on resume).
 
-use crate::body::Body;
 use bytes::Bytes;
 use http_body_util::BodyExt;
+use kubecache::body::Body;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,7 +141,7 @@ pub const GARBAGE_LINE: &[u8] = b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\n
 pub fn watch_body(faults: Arc<Faults>, inner: Body) -> Body {
     let mut drops = faults.drops();
     let mut stall = faults.stall();
-    let (tx, body) = crate::body::channel(1);
+    let (tx, body) = kubecache::body::channel(1);
     tokio::spawn(async move {
         let mut inner = inner;
         loop {

@@ -2,11 +2,11 @@
 //! it: `/api`, `/apis`, each group version's resource list, `/version`,
 //! and the health checks.
 
-use super::{respond, value};
-use crate::body::Body;
-use crate::sim::Sim;
+use super::json::{respond, value};
+use crate::Sim;
 use bytes::Bytes;
 use http::{Response, StatusCode};
+use kubecache::body::Body;
 use serde_json::{json, Value};
 
 /// The answer to a discovery path, or `None` for any other path.

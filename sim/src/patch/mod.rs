@@ -13,16 +13,19 @@
 //! Each format is its own part, a port of the Go code the apiserver runs:
 //! `merge` and `json` (evanphx's `MergePatch` and `Patch.Apply`) and
 //! `strategic` (apimachinery's `strategicpatch`, with the simulated types'
-//! merge keys in `strategic_keys`). This part holds what they share: the
-//! formats, the errors, the dispatch and Go's encoding/json wording.
+//! merge keys in `strategic_keys`). This part holds the formats and the dispatch;
+//! `error` the errors they share.
 
+mod error;
 mod json;
 mod merge;
 mod strategic;
 mod strategic_keys;
 
-use crate::go::strconv::quote as go_quote;
+pub use error::PatchError;
+
 use json::json_patch;
+use kubecache::go::strconv::quote as go_quote;
 use merge::merge_patch;
 use serde_json::Value;
 use strategic::strategic_patch;
@@ -51,28 +54,6 @@ impl PatchType {
     }
 }
 
-/// How a patch failed, in the apiserver's terms; the HTTP edge turns each
-/// into its `Status`.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PatchError {
-    /// 400 BadRequest: a patch that does not decode.
-    #[error("{0}")]
-    BadRequest(String),
-    /// 422 Invalid with the generic message: a JSON patch that does not
-    /// apply (the apiserver drops the library's own words).
-    #[error("the server rejected our request due to an error in our request")]
-    DoesNotApply,
-    /// 422 Invalid, field `patch`: the patched document is not an object.
-    #[error("patch: Invalid value: {0}")]
-    NotAnObject(String),
-    /// 413: more JSON patch operations than the apiserver takes.
-    #[error("{0}")]
-    TooLarge(String),
-    /// An error the apiserver passes on untranslated: 500, no reason.
-    #[error("{0}")]
-    Unknown(String),
-}
-
 /// Applies `patch` to `current` and returns the patched object.
 pub fn apply(
     ty: PatchType,
@@ -92,7 +73,7 @@ pub fn apply(
         Err(PatchError::NotAnObject(format!(
             "{}: couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
             go_quote(&js),
-            crate::go::json::kind(&patched),
+            kubecache::go::json::kind(&patched),
         )))
     }
 }

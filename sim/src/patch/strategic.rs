@@ -6,9 +6,9 @@
 //! stable sort) reproduced. Which lists merge, and by which key, is
 //! `strategic_keys`' table.
 
+use super::error::PatchError;
 use super::strategic_keys::list_merge_key;
-use super::PatchError;
-use crate::go::json::syntax_error as go_syntax_error;
+use kubecache::go::json::syntax_error as go_syntax_error;
 use serde_json::{Map, Value};
 
 const DIRECTIVE: &str = "$patch";
@@ -29,7 +29,7 @@ pub(super) fn strategic_patch(
         other => {
             return Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                crate::go::json::kind(&other)
+                kubecache::go::json::kind(&other)
             )))
         }
     };
@@ -71,28 +71,28 @@ const BAD_SET_ORDER: SmpError =
 fn no_merge_key(m: &Map<String, Value>, key: &str) -> SmpError {
     SmpError::Other(format!(
         "map: {} does not contain declared merge key: {key}",
-        crate::go::fmt::value(&Value::Object(m.clone()))
+        kubecache::go::fmt::value(&Value::Object(m.clone()))
     ))
 }
 
 fn bad_patch_type(t: &Value, m: &Map<String, Value>) -> SmpError {
     SmpError::Other(format!(
         "unknown patch type: {} in map: {}",
-        crate::go::fmt::value(t),
-        crate::go::fmt::value(&Value::Object(m.clone()))
+        kubecache::go::fmt::value(t),
+        kubecache::go::fmt::value(&Value::Object(m.clone()))
     ))
 }
 
 fn bad_arg_type(expected: &str, actual: &Value) -> SmpError {
     SmpError::Other(format!(
         "expected a {expected}, but received a {}",
-        crate::go::fmt::type_name(actual)
+        kubecache::go::fmt::type_name(actual)
     ))
 }
 
 /// What a JSON value is, as the merge compares types (`reflect.TypeOf`).
 fn same_type(a: &Value, b: &Value) -> bool {
-    crate::go::fmt::type_name(a) == crate::go::fmt::type_name(b)
+    kubecache::go::fmt::type_name(a) == kubecache::go::fmt::type_name(b)
 }
 
 /// Scalar equality as Go's `==` on decoded interfaces.
@@ -348,7 +348,7 @@ fn element_type(items: &[Value]) -> Result<&Value, SmpError> {
         return Err(SmpError::ListOfLists);
     }
     if items.iter().any(|v| !same_type(v, first)) {
-        let lists: Vec<String> = items.iter().map(crate::go::fmt::value).collect();
+        let lists: Vec<String> = items.iter().map(kubecache::go::fmt::value).collect();
         return Err(SmpError::Other(format!(
             "list element types are not identical: [{}]",
             lists.join(" ")
@@ -524,7 +524,7 @@ fn normalize_slice_order(
         (Some(x), Some(y)) => x < y,
         _ => true,
     };
-    crate::go::sort::slice_stable(&mut items, less);
+    kubecache::go::sort::slice_stable(&mut items, less);
     items.extend(to_delete);
     Ok(items)
 }
@@ -574,8 +574,8 @@ fn validate_set_order(patch: &[Value], order: &[Value], merge_key: &str) -> Resu
     if p < items.len() && o >= order.len() {
         return Err(SmpError::Other(format!(
             "The order in patch list:\n{}\n doesn't match {SET_ELEMENT_ORDER} list:\n{}\n",
-            crate::go::fmt::value(&Value::Array(patch.to_vec())),
-            crate::go::fmt::value(&Value::Array(order.to_vec()))
+            kubecache::go::fmt::value(&Value::Array(patch.to_vec())),
+            kubecache::go::fmt::value(&Value::Array(order.to_vec()))
         )));
     }
     Ok(())

@@ -10,29 +10,18 @@
 
 mod discovery;
 mod fault_controls;
+mod json;
 mod reads;
 mod writes;
 
 use super::Sim;
-use crate::body::{self, Body};
-use crate::request::ResourcePath;
-use crate::serve::respond::{json_response, status_response};
-use crate::status::Status;
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Request, Response};
 use hyper::body::Incoming;
-use serde_json::Value;
+use kubecache::body::Body;
+use kubecache::request::ResourcePath;
+use kubecache::serve::respond::status_response;
+use kubecache::status::Status;
 use std::sync::Arc;
-
-fn respond(code: StatusCode, body: Bytes) -> Response<Body> {
-    json_response(code, body::full(body))
-}
-
-fn value(code: StatusCode, v: Value) -> Response<Body> {
-    let mut b = serde_json::to_vec(&v).unwrap_or_default();
-    b.push(b'\n');
-    respond(code, Bytes::from(b))
-}
 
 pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
     if let Some(latency) = sim.faults.latency() {

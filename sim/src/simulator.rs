@@ -1,25 +1,15 @@
-//! The simulated apiserver (`kubecache sim`): discovery, get/list/watch with
-//! the apiserver's semantics over its own store and history, create, update,
-//! patch and delete with its update rules, realistic generated objects,
-//! churn, and fault injection. It is the demo's upstream, a test double
-//! with the real one's rules, and a load generator. Where it and a real
-//! apiserver disagree, the real one is right. Reads negotiate `Accept` as
-//! kubecache does (JSON, Tables, PartialObjectMetadata[List], the
-//! apiserver's 406s), with JSON its only serializer: no YAML or protobuf
-//! (see `api`); patches are applied as v1.20 applies them (see `patch`).
+//! The simulated apiserver's state and its writes: its types, each with a
+//! store and history like the cacher's, the etcd revision every write
+//! takes, generated objects and churn, the faults switched on, and create,
+//! update, patch and delete with the apiserver's update rules.
 
-pub mod api;
-pub mod faults;
-pub mod generate;
-mod managed;
-pub mod patch;
-
-use crate::encode::codec::{Entry, ListStyle, Store, TypeCodec};
-use crate::encode::print::Printer;
-use crate::resource::{GroupVersionResource, ResourceType};
-use crate::store::{EventType, HistoryLimits};
-use faults::{FaultCommand, Faults};
-use generate::Generator;
+use crate::faults::{FaultCommand, Faults};
+use crate::generate::Generator;
+use crate::{generate, patch};
+use kubecache::encode::codec::{Entry, ListStyle, Store, TypeCodec};
+use kubecache::encode::print::Printer;
+use kubecache::resource::{GroupVersionResource, ResourceType};
+use kubecache::store::{EventType, HistoryLimits};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -671,19 +661,4 @@ fn prepare_for_update(t: &SimType, old: &Value, mut obj: Value) -> Result<Value,
         }
     }
     Ok(obj)
-}
-
-/// Serves the simulator on `listener` until `shutdown`.
-pub async fn run(
-    sim: Arc<Sim>,
-    listener: tokio::net::TcpListener,
-    shutdown: impl std::future::Future<Output = ()>,
-) {
-    crate::serve::listener::serve_http(
-        listener,
-        move |req| api::handle(sim.clone(), req),
-        shutdown,
-        Duration::from_secs(5),
-    )
-    .await
 }

@@ -5,6 +5,7 @@
 //! environment of its own, so that no test changes this process's.
 #![cfg(feature = "real-apiserver")]
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use common::*;

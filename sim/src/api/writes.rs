@@ -3,17 +3,17 @@
 //! (`Sim::update`), and their failures as the apiserver's Status errors.
 //! Writes answer JSON whatever the `Accept` header.
 
-use super::respond;
-use crate::body::Body;
-use crate::encode::codec::Entry;
-use crate::encode::json;
-use crate::serve::respond::status_response;
-use crate::sim::patch::{PatchError, PatchType};
-use crate::sim::{Sim, SimType, WriteError};
-use crate::status::{Cause, Details, Status};
+use super::json::respond;
+use crate::patch::{PatchError, PatchType};
+use crate::{Sim, SimType, WriteError};
 use http::{header, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use kubecache::body::Body;
+use kubecache::encode::codec::Entry;
+use kubecache::encode::json;
+use kubecache::serve::respond::status_response;
+use kubecache::status::{Cause, Details, Status};
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! from the values a patch adds, and a patch that is neither an object nor
 //! an array fails with the library's "Invalid JSON Patch".
 
-use super::PatchError;
+use super::error::PatchError;
 use serde_json::{Map, Value};
 
 pub(super) fn merge_patch(current: &Value, patch: &[u8]) -> Result<Value, PatchError> {

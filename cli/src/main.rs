@@ -2,8 +2,8 @@ use clap::{Parser, Subcommand};
 use kubecache::cache::Cache;
 use kubecache::config::{FileConfig, ServeConfig};
 use kubecache::serve::{self, ConsistentReads, ServeState};
-use kubecache::sim::faults::FaultCommand;
-use kubecache::sim::{Sim, SimOptions};
+use kubecache_sim::faults::FaultCommand;
+use kubecache_sim::{Sim, SimOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -279,7 +279,7 @@ async fn run_sim(opts: SimOptions, listen: std::net::SocketAddr) -> Result<(), S
     sim.start_churn(opts.churn);
     sim.start_faults(&opts);
     tracing::info!(listen = %listener.local_addr().map_err(|e| e.to_string())?, pods = opts.pods, "simulated apiserver serving");
-    kubecache::sim::run(sim, listener, shutdown_signal()).await;
+    kubecache_sim::run(sim, listener, shutdown_signal()).await;
     Ok(())
 }
 
@@ -295,7 +295,7 @@ async fn run_demo(
     let sim = Sim::new(&opts);
     sim.start_churn(opts.churn);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(kubecache::sim::run(sim, sim_listener, async {
+    tokio::spawn(kubecache_sim::run(sim, sim_listener, async {
         let _ = stop_rx.await;
     }));
     let cfg = FileConfig {

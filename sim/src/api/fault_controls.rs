@@ -1,13 +1,13 @@
 //! `/sim/faults`: the fault controls over HTTP, with which tests and demos
 //! switch faults at run time; the fault state they switch is `sim::faults`.
 
-use super::value;
-use crate::body::Body;
-use crate::serve::respond::status_response;
-use crate::sim::faults::FaultCommand;
-use crate::sim::Sim;
-use crate::status::Status;
+use super::json::value;
+use crate::faults::FaultCommand;
+use crate::Sim;
 use http::{Response, StatusCode};
+use kubecache::body::Body;
+use kubecache::serve::respond::status_response;
+use kubecache::status::Status;
 
 /// `/sim/faults?key=value&…`: all commands are checked before any applies,
 /// and watches are dropped before any are unstalled, so that a watch

@@ -4,8 +4,8 @@
 //! the end, a `replace` of a missing key adding it, and every operation
 //! that does not apply answered alike.
 
-use super::PatchError;
-use crate::go::json::syntax_error as go_syntax_error;
+use super::error::PatchError;
+use kubecache::go::json::syntax_error as go_syntax_error;
 use serde_json::{Map, Value};
 
 /// The apiserver's limit on a JSON patch's operations.
@@ -20,7 +20,7 @@ pub(super) fn json_patch(current: &Value, patch: &[u8]) -> Result<Value, PatchEr
         other => {
             return Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-                crate::go::json::kind(&other)
+                kubecache::go::json::kind(&other)
             )))
         }
     };
@@ -32,7 +32,7 @@ pub(super) fn json_patch(current: &Value, patch: &[u8]) -> Result<Value, PatchEr
             other => {
                 return Err(PatchError::BadRequest(format!(
                     "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
-                    crate::go::json::kind(&other)
+                    kubecache::go::json::kind(&other)
                 )))
             }
         }

@@ -1,0 +1,36 @@
+//! The simulated apiserver (`kubecache sim`): discovery, get/list/watch with
+//! the apiserver's semantics over its own store and history, create, update,
+//! patch and delete with its update rules, realistic generated objects,
+//! churn, and fault injection. It is the demo's upstream, a test double
+//! with the real one's rules, and a load generator. Where it and a real
+//! apiserver disagree, the real one is right. Reads negotiate `Accept` as
+//! kubecache does (JSON, Tables, PartialObjectMetadata[List], the
+//! apiserver's 406s), with JSON its only serializer: no YAML or protobuf
+//! (see `api`); patches are applied as v1.20 applies them (see `patch`).
+
+pub mod api;
+pub mod faults;
+pub mod generate;
+mod managed;
+pub mod patch;
+mod simulator;
+
+pub use simulator::{Sim, SimOptions, SimType, WriteError};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Serves the simulator on `listener` until `shutdown`.
+pub async fn run(
+    sim: Arc<Sim>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    kubecache::serve::listener::serve_http(
+        listener,
+        move |req| api::handle(sim.clone(), req),
+        shutdown,
+        Duration::from_secs(5),
+    )
+    .await
+}
