@@ -14,7 +14,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("reading config file {0}: {1}")]
-    Read(String, std::io::Error),
+    Read(String, #[source] std::io::Error),
     #[error("config file {path}: {}", one_line(.source))]
     Parse {
         path: String,

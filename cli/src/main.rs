@@ -1,9 +1,12 @@
 use clap::{Parser, Subcommand};
 use kubecache::cache::Cache;
-use kubecache::config::{FileConfig, ServeConfig};
+use kubecache::cache::CacheError;
+use kubecache::config::{ConfigError, FileConfig, ServeConfig};
 use kubecache::serve::{self, ConsistentReads, ServeState};
+use kubecache::upstream::UpstreamError;
 use kubecache_sim::faults::FaultCommand;
 use kubecache_sim::{Sim, SimOptions};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -12,6 +15,39 @@ use std::time::Duration;
 
 /// EX_USAGE: bad flags or configuration.
 const EXIT_CONFIG: u8 = 64;
+
+/// Why the command stopped: bad flags or configuration, found before any
+/// port is bound (exit 64), or a failure to start (exit 1). Each prints as
+/// one line.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// A flag's value, as clap or our own checks refuse it.
+    #[error("{0}")]
+    Flag(String),
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("metrics: {0}")]
+    Metrics(#[source] metrics_exporter_prometheus::BuildError),
+    #[error("{0}")]
+    Upstream(#[source] UpstreamError),
+    #[error("{0}")]
+    Cache(#[source] CacheError),
+}
+
+impl CliError {
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Config(_) | CliError::Flag(_) => ExitCode::from(EXIT_CONFIG),
+            _ => ExitCode::FAILURE,
+        }
+    }
+}
 
 #[derive(Parser)]
 #[command(
@@ -73,17 +109,19 @@ struct SimArgs {
 }
 
 impl SimArgs {
-    fn options(&self) -> Result<SimOptions, String> {
+    fn options(&self) -> Result<SimOptions, CliError> {
         if !(self.churn >= 0.0 && self.churn.is_finite()) {
-            return Err(format!(
+            return Err(CliError::Flag(format!(
                 "--churn {} must be a non-negative number",
                 self.churn
-            ));
+            )));
         }
         let every = |flag: &str, v: Option<f64>| match v {
             None => Ok(None),
             Some(s) if s > 0.0 && s.is_finite() => Ok(Some(Duration::from_secs_f64(s))),
-            Some(s) => Err(format!("--{flag} {s} must be a positive number of seconds")),
+            Some(s) => Err(CliError::Flag(format!(
+                "--{flag} {s} must be a positive number of seconds"
+            ))),
         };
         let mut faults = vec![];
         if self.fail_requests > 0 {
@@ -173,13 +211,15 @@ struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn into_config(self) -> Result<ServeConfig, String> {
+    fn into_config(self) -> Result<ServeConfig, ConfigError> {
         let mut file = match &self.config {
-            Some(p) => FileConfig::load(p).map_err(|e| e.to_string())?,
+            Some(p) => FileConfig::load(p)?,
             None => FileConfig::default(),
         };
         if self.upstream.is_some() && self.kubeconfig.is_some() {
-            return Err("give either --upstream or --kubeconfig, not both".into());
+            return Err(ConfigError::Invalid(
+                "give either --upstream or --kubeconfig, not both".into(),
+            ));
         }
         // A flag that says where the upstream is sets aside the file's
         // upstream, and what went with it.
@@ -209,7 +249,7 @@ impl ServeArgs {
                 ConsistentReads::Forward
             });
         }
-        file.into_serve().map_err(|e| e.to_string())
+        file.into_serve()
     }
 }
 
@@ -232,16 +272,22 @@ async fn shutdown_signal() {
     tracing::info!("shutdown signal received: failing readyz and draining");
 }
 
-async fn run_serve(cfg: ServeConfig) -> Result<(), String> {
+/// A listener on `addr`, and the address it got (port 0 picks one).
+async fn listen(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), CliError> {
+    let failed = |source| CliError::Listen { addr, source };
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(failed)?;
+    let bound = listener.local_addr().map_err(failed)?;
+    Ok((listener, bound))
+}
+
+async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
     let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
-        .map_err(|e| format!("metrics: {e}"))?;
-    let forward = kubecache::upstream::Upstream::new(&cfg.upstream).map_err(|e| e.to_string())?;
-    let listener = tokio::net::TcpListener::bind(cfg.listen)
-        .await
-        .map_err(|e| format!("listening on {}: {e}", cfg.listen))?;
+        .map_err(CliError::Metrics)?;
+    let forward = kubecache::upstream::Upstream::new(&cfg.upstream).map_err(CliError::Upstream)?;
+    let (listener, bound) = listen(cfg.listen).await?;
     let cache =
-        Cache::new(&cfg.upstream, cfg.history, Default::default()).map_err(|e| e.to_string())?;
+        Cache::new(&cfg.upstream, cfg.history, Default::default()).map_err(CliError::Cache)?;
     if let Err(e) = cache.refresh_discovery().await {
         tracing::warn!(error = %e, "initial discovery failed; requests are forwarded until it succeeds");
     }
@@ -261,37 +307,32 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), String> {
         shutting_down: AtomicBool::new(false),
         prometheus: Some(prometheus),
     });
-    tracing::info!(listen = %listener.local_addr().map_err(|e| e.to_string())?, upstream = %cfg.upstream.url, "kubecache serving");
+    tracing::info!(listen = %bound, upstream = %cfg.upstream.url, "kubecache serving");
     serve::run(listener, state, shutdown_signal(), cfg.drain).await;
     Ok(())
 }
 
-fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+fn parse_addr(s: &str) -> Result<SocketAddr, CliError> {
     s.parse()
-        .map_err(|_| format!("listen address {s:?} is not HOST:PORT"))
+        .map_err(|_| CliError::Flag(format!("listen address {s:?} is not HOST:PORT")))
 }
 
-async fn run_sim(opts: SimOptions, listen: std::net::SocketAddr) -> Result<(), String> {
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("listening on {listen}: {e}"))?;
+async fn run_sim(opts: SimOptions, addr: SocketAddr) -> Result<(), CliError> {
+    let (listener, bound) = listen(addr).await?;
     let sim = Sim::new(&opts);
     sim.start_churn(opts.churn);
     sim.start_faults(&opts);
-    tracing::info!(listen = %listener.local_addr().map_err(|e| e.to_string())?, pods = opts.pods, "simulated apiserver serving");
+    tracing::info!(listen = %bound, pods = opts.pods, "simulated apiserver serving");
     kubecache_sim::run(sim, listener, shutdown_signal()).await;
     Ok(())
 }
 
 async fn run_demo(
     opts: SimOptions,
-    sim_listen: std::net::SocketAddr,
-    listen: std::net::SocketAddr,
-) -> Result<(), String> {
-    let sim_listener = tokio::net::TcpListener::bind(sim_listen)
-        .await
-        .map_err(|e| format!("listening on {sim_listen}: {e}"))?;
-    let sim_addr = sim_listener.local_addr().map_err(|e| e.to_string())?;
+    sim_listen: SocketAddr,
+    listen_on: SocketAddr,
+) -> Result<(), CliError> {
+    let (sim_listener, sim_addr) = listen(sim_listen).await?;
     let sim = Sim::new(&opts);
     sim.start_churn(opts.churn);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -300,7 +341,7 @@ async fn run_demo(
     }));
     let cfg = FileConfig {
         upstream: Some(format!("http://{sim_addr}")),
-        listen: Some(listen.to_string()),
+        listen: Some(listen_on.to_string()),
         eager: vec![
             "v1/pods".into(),
             "v1/configmaps".into(),
@@ -310,8 +351,8 @@ async fn run_demo(
         ],
         ..Default::default()
     }
-    .into_serve()
-    .map_err(|e| e.to_string())?;
+    .into_serve()?;
+    let listen = listen_on;
     eprintln!("kubecache demo: simulated apiserver on http://{sim_addr}, proxy on http://{listen}");
     eprintln!("try:");
     eprintln!("  kubectl --server http://{listen} get pods -A");
@@ -344,31 +385,27 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let result = match cli.command {
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kubecache: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Validates the configuration before anything is bound, then runs.
+fn run(command: Command) -> Result<(), CliError> {
+    match command {
         Command::Sim(args) => {
-            let (opts, listen) = match args
-                .options()
-                .and_then(|o| parse_addr(&args.listen).map(|a| (o, a)))
-            {
-                Ok(v) => v,
-                Err(e) => {
-                    eprintln!("kubecache: {e}");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
-            };
+            let opts = args.options()?;
+            let listen = parse_addr(&args.listen)?;
             init_tracing();
             runtime().block_on(run_sim(opts, listen))
         }
         Command::Demo(args) => {
-            let parsed =
-                parse_addr(&args.listen).and_then(|l| parse_addr(&args.sim_listen).map(|s| (l, s)));
-            let (listen, sim_listen) = match parsed {
-                Ok(v) => v,
-                Err(e) => {
-                    eprintln!("kubecache: {e}");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
-            };
+            let listen = parse_addr(&args.listen)?;
+            let sim_listen = parse_addr(&args.sim_listen)?;
             init_tracing();
             let opts = SimOptions {
                 namespaces: 8,
@@ -381,23 +418,10 @@ fn main() -> ExitCode {
             runtime().block_on(run_demo(opts, sim_listen, listen))
         }
         Command::Serve(args) => {
-            let cfg = match args.into_config() {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("kubecache: {e}");
-                    return ExitCode::from(EXIT_CONFIG);
-                }
-            };
+            let cfg = args.into_config()?;
             init_tracing();
             tracing::info!(version = env!("CARGO_PKG_VERSION"), "kubecache starting");
             runtime().block_on(run_serve(cfg))
-        }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("kubecache: {e}");
-            ExitCode::FAILURE
         }
     }
 }

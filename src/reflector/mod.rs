@@ -38,9 +38,9 @@ pub enum Phase {
 #[derive(Debug, thiserror::Error)]
 pub enum ReflectorError {
     #[error("list: {0}")]
-    List(UpstreamError),
+    List(#[source] UpstreamError),
     #[error("list: {0}")]
-    ListDecode(DecodeError),
+    ListDecode(#[source] DecodeError),
     #[error("list: the upstream's body is neither a typed nor an unstructured list")]
     ListShape,
     #[error("list: continue token expired")]
@@ -48,7 +48,7 @@ pub enum ReflectorError {
     #[error("list: no answer within {0:?}")]
     ListStalled(Duration),
     #[error("watch: {0}")]
-    Watch(UpstreamError),
+    Watch(#[source] UpstreamError),
     #[error("watch: no answer within {0:?}")]
     WatchStalled(Duration),
     #[error("watch: resource version {0} is too old")]

@@ -36,7 +36,7 @@ pub enum ExecError {
     #[error("exec plugin {0:?} ran longer than {1:?}")]
     Timeout(String, Duration),
     #[error("exec plugin {0:?}: decoding its ExecCredential: {1}")]
-    Decode(String, serde_json::Error),
+    Decode(String, #[source] serde_json::Error),
     #[error("exec plugin {0:?}: {1}")]
     Invalid(String, String),
     #[error("exec: {0}")]
