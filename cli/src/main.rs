@@ -1,3 +1,8 @@
+//! The `kubecache` command: `serve` (the proxy in front of an apiserver),
+//! `sim` (the simulated apiserver) and `demo` (both, the proxy in front of
+//! the simulator). Flags and configuration are validated before anything
+//! is bound; a bad one exits 64 with one line saying why.
+
 use clap::{Parser, Subcommand};
 use kubecache::cache::Cache;
 use kubecache::cache::CacheError;
