@@ -3,6 +3,7 @@
 //! answer with (the HTTP edge; a watch's ERROR event is an edge too).
 
 use super::read::ReadError;
+use super::watch::WatchError;
 use crate::cache::bodies::FinishError;
 use crate::request::options::OptionsError;
 use crate::selector::SelectorError;
@@ -75,6 +76,14 @@ impl From<&ReadError> for Status {
             ReadError::Encode(u) => Status::internal(u.to_string()),
             // Never answered: the router forwards these.
             ReadError::Fallback(_) => Status::internal(e.to_string()),
+        }
+    }
+}
+
+impl From<&WatchError> for Status {
+    fn from(e: &WatchError) -> Status {
+        match e {
+            WatchError::Expired { .. } => Status::expired(e.to_string()),
         }
     }
 }

@@ -206,13 +206,6 @@ pub enum WatchError {
     Expired { rv: u64, oldest: u64 },
 }
 
-impl From<&WatchError> for Status {
-    fn from(e: &WatchError) -> Status {
-        match e {
-            WatchError::Expired { .. } => Status::expired(e.to_string()),
-        }
-    }
-}
 
 /// An event as a filtered watcher sees it: leaving the selection is a
 /// DELETED, entering it an ADDED, like the cacher's watcher.
