@@ -206,7 +206,6 @@ pub enum WatchError {
     Expired { rv: u64, oldest: u64 },
 }
 
-
 /// An event as a filtered watcher sees it: leaving the selection is a
 /// DELETED, entering it an ADDED, like the cacher's watcher.
 pub fn event_line(
