@@ -2,8 +2,8 @@
 //! (`mod common; use common::*;`): the servers (`servers`), an HTTP client
 //! (`http_client`), watches and convergence (`watch`), Table comparison
 //! (`tables`), kubectl (`kubectl`), objects made upstream (`upstream`),
-//! scratch names and scripts (`scratch`), and realistic objects of every
-//! type (`fixtures`).
+//! scratch names and scripts (`scratch`), a scenario's time limit
+//! (`within`), and realistic objects of every type (`fixtures`).
 
 // Each test binary uses only part of the helpers: what one leaves unused,
 // and the re-exports below of what it does not use, are not worth a warning.
@@ -15,10 +15,12 @@ mod kubectl;
 mod scratch;
 mod servers;
 mod tables;
+mod timeouts;
 mod upstream;
 mod watch;
 
 #[allow(unused_imports)]
 pub use self::{
-    http_client::*, kubectl::*, scratch::*, servers::*, tables::*, upstream::*, watch::*,
+    http_client::*, kubectl::*, scratch::*, servers::*, tables::*, timeouts::*, upstream::*,
+    watch::*,
 };
