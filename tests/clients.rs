@@ -145,9 +145,9 @@ async fn reflectors_converge(up: &str) {
         InitialList::Any,
         InitialList::Streaming,
     ] {
-        tokio::time::timeout(Duration::from_secs(60), reflector_converges(up, how))
-            .await
-            .unwrap_or_else(|_| panic!("{how:?} timed out"));
+        // Which of the three, should it time out.
+        eprintln!("initial list: {how:?}");
+        within(60, reflector_converges(up, how)).await;
     }
 }
 
@@ -269,18 +269,11 @@ async fn kubectl_watch_converges(up: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_watch_through_kubecache_matches_the_simulator() {
     let sim = SimBuilder::new().start().await;
-    tokio::time::timeout(Duration::from_secs(60), kubectl_watch_converges(&sim.url))
-        .await
-        .expect("timed out");
+    within(60, kubectl_watch_converges(&sim.url)).await;
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_watch_through_kubecache_matches_the_real_apiserver() {
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        kubectl_watch_converges(&real_apiserver()),
-    )
-    .await
-    .expect("timed out");
+    within(60, kubectl_watch_converges(&real_apiserver())).await;
 }

@@ -10,7 +10,6 @@ use common::*;
 use http::Method;
 use kubecache::serve::ConsistentReads;
 use serde_json::json;
-use std::time::Duration;
 
 fn cm(name: &str, i: usize) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -314,18 +313,14 @@ async fn battery(up: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_equal_the_simulators() {
     let sim = SimBuilder::new().start().await;
-    tokio::time::timeout(Duration::from_secs(120), battery(&sim.url))
-        .await
-        .expect("battery timed out");
+    within(120, battery(&sim.url)).await;
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_equal_the_real_apiservers() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(120), battery(&up))
-        .await
-        .expect("battery timed out");
+    within(120, battery(&up)).await;
 }
 
 /// A CRD on the real apiserver: custom resources are unstructured (sorted
@@ -335,9 +330,7 @@ async fn answers_equal_the_real_apiservers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_equal_the_real_apiservers() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(120), crd_battery(&up))
-        .await
-        .expect("CRD battery timed out");
+    within(120, crd_battery(&up)).await;
 }
 
 #[cfg(feature = "real-apiserver")]
@@ -397,7 +390,7 @@ async fn crd_battery(up: &str) {
                 synced = true;
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
         assert!(synced, "{resource} never synced");
     }

@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_sees_the_same_cluster_through_kubecache() {
@@ -14,7 +13,7 @@ async fn kubectl_sees_the_same_cluster_through_kubecache() {
     let p = start_proxy(&up).await;
     wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
     let kc = p.url.clone();
-    tokio::time::timeout(Duration::from_secs(120), tokio::task::spawn_blocking(move || {
+    within(120, tokio::task::spawn_blocking(move || {
         let ns = format!("kubectl-{}", std::process::id() % 100000);
         let (ok, _, err) = kubectl(&kc, &["create", "namespace", &ns], None);
         assert!(ok, "{err}");
@@ -43,6 +42,5 @@ async fn kubectl_sees_the_same_cluster_through_kubecache() {
         assert!(err.contains("NotFound") || err.contains("not found"), "{err}");
     }))
     .await
-    .expect("timed out")
     .unwrap();
 }

@@ -96,7 +96,7 @@ async fn pieces_made(p: &Proxy) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kept_bodies_are_reused_until_an_event_and_never_hide_it() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         // Enough pods that every form is over the gzip threshold.
         let sim = SimBuilder::new().pods(300).start().await;
         let p = start_proxy(&sim.url).await;
@@ -151,8 +151,7 @@ async fn kept_bodies_are_reused_until_an_event_and_never_hide_it() {
             );
         }
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// Walks `first` page by page: each page's raw body and its items' names.
@@ -171,7 +170,7 @@ async fn walk(base: &str, first: &str, headers: &[(&str, &str)]) -> Vec<(Vec<u8>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pages_of_a_walk_are_kept_for_the_next_walker_until_an_event() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().pods(300).start().await;
         let p = ProxyBuilder::new(&sim.url)
             .consistent(kubecache::serve::ConsistentReads::ServeStale)
@@ -229,13 +228,12 @@ async fn the_pages_of_a_walk_are_kept_for_the_next_walker_until_an_event() {
         assert_eq!(after.len(), 299);
         assert!(!after.contains(gone), "a kept page hid the deletion");
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gzipped_lists_after_events_are_stitched_and_are_the_plain_list() {
-    tokio::time::timeout(Duration::from_secs(90), async {
+    within(90, async {
         let sim = SimBuilder::new().pods(300).start().await;
         let p = start_proxy_with(&sim.url, kubecache::serve::ConsistentReads::ServeStale).await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
@@ -277,13 +275,12 @@ async fn gzipped_lists_after_events_are_stitched_and_are_the_plain_list() {
             "stitched {stitched}, compressed whole {whole}"
         );
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gzip_list_kept_compressed_whole_is_stitched_once_the_pieces_are_made() {
-    tokio::time::timeout(Duration::from_secs(90), async {
+    within(90, async {
         let sim = SimBuilder::new().pods(300).start().await;
         let p = start_proxy(&sim.url).await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
@@ -308,13 +305,12 @@ async fn a_gzip_list_kept_compressed_whole_is_stitched_once_the_pieces_are_made(
         assert_eq!(third, second);
         assert!(gunzip(&first) == json && gunzip(&second) == json);
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_of_exactly_the_gzip_threshold_goes_out_plain_and_one_byte_more_gzipped() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = start_proxy(&sim.url).await;
         wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
@@ -369,8 +365,7 @@ async fn a_list_of_exactly_the_gzip_threshold_goes_out_plain_and_one_byte_more_g
             }
         }
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// Bodies of `recycle::MIN` and more are made in the buffers of the bodies
@@ -380,7 +375,7 @@ async fn a_list_of_exactly_the_gzip_threshold_goes_out_plain_and_one_byte_more_g
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn big_bodies_made_in_reused_buffers_are_exactly_the_upstreams() {
     use kubecache::encode::recycle;
-    tokio::time::timeout(Duration::from_secs(120), async {
+    within(120, async {
         let sim = SimBuilder::new().pods(2500).start().await;
         let p = start_proxy(&sim.url).await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
@@ -439,6 +434,5 @@ async fn big_bodies_made_in_reused_buffers_are_exactly_the_upstreams() {
             "no body was made in a buffer handed back"
         );
     })
-    .await
-    .expect("timed out");
+    .await;
 }

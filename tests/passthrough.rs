@@ -19,7 +19,6 @@ use kubecache::upstream::UpstreamConfig;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 type FakeBody = kubecache::body::Body;
@@ -65,15 +64,9 @@ fn client(
         .build(hyper_util::client::legacy::connect::HttpConnector::new())
 }
 
-async fn within<T>(f: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(30), f)
-        .await
-        .expect("scenario timed out")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_upgrades_are_spliced_both_ways() {
-    within(async {
+    within(30, async {
         let up = fake_upstream(|mut req: Request<Incoming>| async move {
             assert!(req.uri().path().ends_with("/exec"));
             let on = hyper::upgrade::on(&mut req);
@@ -129,7 +122,7 @@ async fn exec_upgrades_are_spliced_both_ways() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followed_logs_arrive_as_the_upstream_writes_them() {
-    within(async {
+    within(30, async {
         let (release_tx, release_rx) = tokio::sync::watch::channel(false);
         let up = fake_upstream(move |req: Request<Incoming>| {
             let mut release = release_rx.clone();
@@ -171,7 +164,7 @@ async fn followed_logs_arrive_as_the_upstream_writes_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_go_up_whole_with_the_proxys_credentials_and_without_hop_headers() {
-    within(async {
+    within(30, async {
         let up = fake_upstream(|req: Request<Incoming>| async move {
             let h = req.headers().clone();
             let method = req.method().to_string();
@@ -235,7 +228,7 @@ async fn requests_go_up_whole_with_the_proxys_credentials_and_without_hop_header
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_errors_reach_the_client_unchanged() {
-    within(async {
+    within(30, async {
         const STATUS: &str = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"ConfigMap \\\"x\\\" is invalid: data: Too long\",\"reason\":\"Invalid\",\"details\":{\"name\":\"x\",\"kind\":\"ConfigMap\"},\"code\":422}\n";
         let up = fake_upstream(|_req: Request<Incoming>| async move {
             Response::builder()
@@ -262,7 +255,7 @@ async fn upstream_errors_reach_the_client_unchanged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_upstream_is_a_503_status() {
-    within(async {
+    within(30, async {
         // A port that was free a moment ago: nothing listens there.
         let addr = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -281,7 +274,7 @@ async fn an_unreachable_upstream_is_a_503_status() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_credential_plugin_is_a_503_that_keeps_its_output_to_the_log() {
-    within(async {
+    within(30, async {
         let reached = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let seen = reached.clone();
         let up = fake_upstream(move |_| {

@@ -84,7 +84,7 @@ fn prism_crd(n: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pretty_answers_equal_the_real_apiservers_byte_for_byte() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(120), async {
+    within(120, async {
         let n = unique_suffix().replace('-', "x");
         let crd_name = format!("prisms{n}.kubecache.test");
         establish(&up, prism_crd(&n)).await;
@@ -184,6 +184,5 @@ async fn pretty_answers_equal_the_real_apiservers_byte_for_byte() {
         send(Method::DELETE, &format!("{up}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd_name}"), None).await;
         send(Method::DELETE, &format!("{up}/api/v1/namespaces/{ns}"), None).await;
     })
-    .await
-    .expect("timed out");
+    .await;
 }

@@ -181,7 +181,7 @@ async fn both_lists(up: &str, path: &str) -> (Value, Vec<u8>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fixtures_json_transcodes_to_the_apiservers_protobuf() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(240), async {
+    within(240, async {
         let fixtures = Fixtures::make(&up, "protobuf").await;
         let ns = &fixtures.ns;
         let mut failures = Vec::new();
@@ -248,8 +248,7 @@ async fn every_fixtures_json_transcodes_to_the_apiservers_protobuf() {
         );
         release(&up, ns).await;
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 const PROTOBUF_META: &str =
@@ -313,7 +312,7 @@ fn proto_items(body: &[u8]) -> Vec<Vec<u8>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(240), async {
+    within(240, async {
         let start: u64 = get(&format!("{up}/api/v1/namespaces")).await.json()["metadata"]
             ["resourceVersion"]
             .as_str()
@@ -388,8 +387,7 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
         assert_eq!(unwrap_envelope(&body).type_meta.unwrap().kind, "Status");
         release(&up, ns).await;
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// A protobuf watch, read frame by frame.
@@ -470,7 +468,7 @@ fn without_version(object: &[u8]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protobuf_watches_through_kubecache_equal_the_apiservers() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(120), async {
+    within(120, async {
         let ns = format!("protobuf-watch-{}", unique_suffix());
         ensure_namespace(&up, &ns).await;
         let p = start_proxy(&up).await;
@@ -570,6 +568,5 @@ async fn protobuf_watches_through_kubecache_equal_the_apiservers() {
         assert!(d.contains("4: \"Expired\"") && d.contains("6: 410"), "{d}");
         assert_eq!(old.next().await, None);
     })
-    .await
-    .expect("timed out");
+    .await;
 }

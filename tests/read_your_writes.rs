@@ -9,7 +9,6 @@ use http::Method;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 async fn trials(up: &str, n: usize) {
     let p = start_proxy(up).await;
@@ -60,16 +59,12 @@ async fn trials(up: &str, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_see_every_prior_write_on_the_simulator() {
     let sim = SimBuilder::new().start().await;
-    tokio::time::timeout(Duration::from_secs(240), trials(&sim.url, 1000))
-        .await
-        .expect("timed out");
+    within(240, trials(&sim.url, 1000)).await;
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_see_every_prior_write_on_the_real_apiserver() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(400), trials(&up, 1000))
-        .await
-        .expect("timed out");
+    within(400, trials(&up, 1000)).await;
 }

@@ -43,7 +43,7 @@ fn config(url: &str, run: &std::path::Path, token: TokenSource) -> UpstreamConfi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_file_and_the_apiservers_ca_reach_the_secure_port() {
     let (url, run, insecure) = secure();
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let p = ProxyBuilder::new(&url)
             .upstream(config(&url, &run, TokenSource::File(run.join("token"))))
             .start()
@@ -58,14 +58,13 @@ async fn a_token_file_and_the_apiservers_ca_reach_the_secure_port() {
         assert_eq!(v.status, 200, "{}", v.text());
         assert_eq!(v.json()["gitVersion"], "v1.20.2");
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_gets_the_apiservers_own_401() {
     let (url, run, _) = secure();
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let p = ProxyBuilder::new(&url)
             .upstream(config(
                 &url,
@@ -81,8 +80,7 @@ async fn a_wrong_token_gets_the_apiservers_own_401() {
         assert_eq!(s["reason"], "Unauthorized");
         assert_eq!(s["code"], 401);
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// The client certificates .ci/client-certs made, for a CA the apiserver
@@ -135,7 +133,7 @@ async fn namespaces_through(cfg: UpstreamConfig) -> Resp {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_certificates_with_ec_and_rsa_keys_reach_the_secure_port() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         for who in ["admin-ec", "admin-rsa"] {
             let user = format!("{{client-certificate: {who}.crt, client-key: {who}.key}}");
             let r = namespaces_through(kubeconfig(who, &user)).await;
@@ -156,20 +154,18 @@ async fn client_certificates_with_ec_and_rsa_keys_reach_the_secure_port() {
         let r = namespaces_through(kubeconfig("data", &user)).await;
         assert_eq!(r.status, 200, "{}", r.text());
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certificate_of_a_ca_the_apiserver_does_not_trust_gets_its_401() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let user = "{client-certificate: stranger.crt, client-key: stranger.key}";
         let r = namespaces_through(kubeconfig("stranger", user)).await;
         assert_eq!(r.status, 401, "{}", r.text());
         assert_eq!(r.json()["reason"], "Unauthorized");
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// A plugin script in its own folder, which it runs in, so that it can
@@ -192,7 +188,7 @@ const CREDENTIAL: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exec_plugins_token_is_replaced_after_the_apiserver_refuses_it() {
     let (_, run, _) = secure();
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         // The first run answers a token the apiserver refuses, the later
         // ones the right one.
         let (user, dir) = exec_user(&format!(
@@ -236,13 +232,12 @@ printf '%s{{"token":"%s"}}}}' '{CREDENTIAL}' "$t""#
         let runs = std::fs::read_to_string(dir.join("runs")).unwrap();
         assert_eq!(runs.trim(), "2", "the plugin runs again only once refused");
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exec_plugins_client_certificate_reaches_the_secure_port() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let certs = client_certs();
         let (user, dir) = exec_user(&format!(
             r#"pem() {{ awk '{{printf "%s\\n", $0}}' "$1"; }}
@@ -256,13 +251,12 @@ printf '%s{{"clientCertificateData":"%s","clientKeyData":"%s","expirationTimesta
         assert_eq!(r.status, 200, "{}", r.text());
         assert_eq!(r.json()["kind"], "NamespaceList");
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exec_plugins_refused_certificate_is_replaced_on_new_connections() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         // The first run answers a certificate of a CA the apiserver does
         // not trust, the later ones an admin's. The refused identity stays
         // with the connections made with it, and with any TLS session
@@ -314,6 +308,5 @@ printf '%s{{"clientCertificateData":"%s","clientKeyData":"%s"}}}}' '{CREDENTIAL}
         let runs = std::fs::read_to_string(dir.join("runs")).unwrap();
         assert_eq!(runs.trim(), "2", "the plugin runs again only once refused");
     })
-    .await
-    .expect("timed out");
+    .await;
 }

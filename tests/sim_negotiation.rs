@@ -93,7 +93,7 @@ async fn some_name(sim: &SimServer, path: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sims_tables_equal_kubecaches_tables_of_the_same_objects() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let (sim, p) = sim_and_proxy().await;
         let pod = some_name(&sim, "/api/v1/namespaces/default/pods").await;
         let node = some_name(&sim, "/api/v1/nodes").await;
@@ -178,13 +178,12 @@ async fn the_sims_tables_equal_kubecaches_tables_of_the_same_objects() {
             }
         }
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sims_table_watches_equal_kubecaches() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let (sim, p) = sim_and_proxy().await;
         let cms = "/api/v1/namespaces/default/configmaps";
         let rv = get(&format!("{}{cms}?resourceVersion=0", p.url))
@@ -257,13 +256,12 @@ async fn the_sims_table_watches_equal_kubecaches() {
             }
         }
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sims_metadata_lists_gets_and_watches() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let (sim, p) = sim_and_proxy().await;
         let cms = "/api/v1/namespaces/default/configmaps";
         let json = get(&format!("{}{cms}?resourceVersion=0", sim.url))
@@ -335,8 +333,7 @@ async fn the_sims_metadata_lists_gets_and_watches() {
             json!({"changed": "yes"})
         );
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// The apiserver's indented fallback: what it writes for an error when no
@@ -353,7 +350,7 @@ fn indented(message: &str, code: u16, reason: &str, details: Option<Value>) -> S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sim_refuses_what_does_not_fit_as_the_apiserver_does() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let s = &sim.url;
         let cms = format!("{s}/api/v1/namespaces/default/configmaps");
@@ -411,8 +408,7 @@ async fn the_sim_refuses_what_does_not_fit_as_the_apiserver_does() {
         let (code, _, body) = fetch(&cms, "application/yaml, application/json;as=Table;g=meta.k8s.io;v=v1").await;
         assert_eq!((code, parse("yaml or table", &body)["kind"].as_str()), (200, Some("Table")));
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// Reads a watch's body until it ends: None if it is still open at `wait`.
@@ -430,7 +426,7 @@ async fn watch_body(url: &str, accept: &str, wait: Duration) -> (u16, Option<Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_metadata_list_watch_ends_at_its_first_event_as_in_v1_20() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let cms = format!("{}/api/v1/namespaces/default/configmaps", sim.url);
         // The state's first ADDED event cannot be converted: 200, nothing, the end.
@@ -470,13 +466,12 @@ async fn a_metadata_list_watch_ends_at_its_first_event_as_in_v1_20() {
             (Some("ERROR"), Some(410))
         );
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accept_headers_through_kubecache_get_the_sims_answer() {
-    tokio::time::timeout(Duration::from_secs(90), async {
+    within(90, async {
         let (sim, p) = sim_and_proxy().await;
         let cms = "/api/v1/namespaces/default/configmaps";
         let name = some_name(&sim, cms).await;
@@ -532,8 +527,7 @@ async fn accept_headers_through_kubecache_get_the_sims_answer() {
             }
         }
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// Against the real apiserver (`real-apiserver` feature): the same Accept
@@ -646,7 +640,7 @@ mod real {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_sim_negotiates_as_the_real_apiserver_does() {
         let up = real_apiserver();
-        tokio::time::timeout(Duration::from_secs(120), async {
+        within(120, async {
             let sim = SimBuilder::new().start().await;
             // The same namespace and config map on both.
             let ns = format!("simneg-{}", unique_suffix());
@@ -701,7 +695,6 @@ mod real {
             assert_eq!(real, (200, Some(String::new())));
             assert_eq!(ours, real);
         })
-        .await
-        .expect("timed out");
+        .await;
     }
 }

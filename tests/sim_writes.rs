@@ -36,7 +36,7 @@ fn rv(obj: &Value) -> &str {
 
 #[tokio::test]
 async fn patches_of_each_type_change_a_simulated_object_and_are_watched() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let cms = format!("{}/api/v1/namespaces/default/configmaps", sim.url);
         let r = send(
@@ -102,13 +102,12 @@ async fn patches_of_each_type_change_a_simulated_object_and_are_watched() {
         assert_eq!(r.status, 404, "{}", r.text());
         assert_eq!(r.json()["message"], "configmaps \"nope\" not found");
     })
-    .await
-    .expect("scenario timed out");
+    .await;
 }
 
 #[tokio::test]
 async fn an_update_keeps_what_the_apiserver_keeps() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().pods(5).start().await;
         let pods = format!("{}/api/v1/namespaces/default/pods", sim.url);
         let list = get(&pods).await.json();
@@ -191,8 +190,7 @@ async fn an_update_keeps_what_the_apiserver_keeps() {
         assert_eq!(r.json()["spec"], before["spec"]);
         assert_eq!(r.json()["metadata"]["labels"]["n"], "1");
     })
-    .await
-    .expect("scenario timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -829,7 +827,7 @@ mod real {
 
     #[tokio::test]
     async fn patches_and_updates_answer_as_the_real_apiservers() {
-        tokio::time::timeout(Duration::from_secs(240), async {
+        within(240, async {
             let real = real_apiserver();
             let sim = SimBuilder::new().pods(0).start().await;
             let ns = format!("writes-{}", unique_suffix());
@@ -852,8 +850,7 @@ mod real {
             }
             assert!(failures.is_empty(), "{}", failures.join("\n"));
         })
-        .await
-        .expect("scenario timed out");
+        .await;
     }
 
     #[tokio::test]

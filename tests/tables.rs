@@ -66,7 +66,7 @@ fn row_names(t: &Value) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_of_every_printed_type_equal_the_real_apiservers() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(240), async {
+    within(240, async {
         let fixtures = Fixtures::make(&up, "tables").await;
         let ns = &fixtures.ns;
         let p = start_proxy(&up).await;
@@ -138,8 +138,7 @@ async fn tables_of_every_printed_type_equal_the_real_apiservers() {
         }
         release(&up, ns).await;
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// A CRD whose printer columns cover every cell type and client-go's
@@ -213,7 +212,7 @@ fn column_names(t: &Value) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resource_tables_follow_their_printer_columns() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(90), async {
+    within(90, async {
         // A CRD of the run's own: updating one right after it is made
         // leaves its endpoint 404 for a while.
         let n = unique_suffix().replace('-', "");
@@ -261,14 +260,13 @@ async fn custom_resource_tables_follow_their_printer_columns() {
         }
         same_list_table(&up, &p, &format!("{g}?resourceVersion=0"), TABLE).await;
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn table_watches_carry_column_definitions_on_the_first_event_only() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let ns = format!("tablewatch-{}", unique_suffix());
         ensure_namespace(&up, &ns).await;
         let cms = format!("/api/v1/namespaces/{ns}/configmaps");
@@ -325,14 +323,13 @@ async fn table_watches_carry_column_definitions_on_the_first_event_only() {
             }
         }
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn table_watch_bookmarks_are_tables_of_the_kinds_empty_object() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let ns = format!("tablebm-{}", unique_suffix());
         ensure_namespace(&up, &ns).await;
         let pods = format!("/api/v1/namespaces/{ns}/pods");
@@ -388,14 +385,13 @@ async fn table_watch_bookmarks_are_tables_of_the_kinds_empty_object() {
             assert_eq!(b, a);
         }
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_service_table_watches_carry_column_definitions_on_every_event() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         // A CRD in a group of its own: the apiserver registers an API
         // service for the group (and removes it with the CRD).
         let n = unique_suffix().replace('-', "");
@@ -438,8 +434,7 @@ async fn api_service_table_watches_carry_column_definitions_on_every_event() {
         assert!(events > 0);
         send(Method::DELETE, &format!("{up}{crds}/things.{group}"), None).await;
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// kubectl's table output with ages blanked and runs of spaces collapsed
@@ -465,7 +460,7 @@ fn normalize(out: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_prints_the_same_through_kubecache() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(240), async {
+    within(240, async {
         let (_, ns) = namespace_with_fixtures(&up, "kgtables").await;
         // kubectl reads consistently (no resourceVersion): serve those from
         // the cache, once it has caught up.
@@ -554,6 +549,5 @@ async fn kubectl_get_prints_the_same_through_kubecache() {
         assert_eq!(normalize(&b), normalize(&a));
         release(&up, &ns).await;
     })
-    .await
-    .expect("timed out");
+    .await;
 }

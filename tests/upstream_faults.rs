@@ -60,7 +60,7 @@ async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> boo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_are_forwarded_until_a_failing_upstream_lets_the_cache_sync() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = start_proxy(&sim.url).await;
         // The next three upstream requests fail with 500.
@@ -82,13 +82,12 @@ async fn reads_are_forwarded_until_a_failing_upstream_lets_the_cache_sync() {
         assert_eq!(item_set(&a.json()), item_set(&b.json()));
         assert_eq!(item_set(&b.json()).1.len(), 10);
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_watches_are_resumed_without_a_relist() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
         let tc = stats(&p);
@@ -105,13 +104,12 @@ async fn dropped_watches_are_resumed_without_a_relist() {
         // Resuming from the last rv kept the history: no relist was needed.
         assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_rewatch_backs_off_and_recovers() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
         let tc = stats(&p);
@@ -127,13 +125,12 @@ async fn a_failing_rewatch_backs_off_and_recovers() {
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(20)).await;
         assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_watch_relists_into_a_buffer_and_readers_never_see_it_half_built() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
         let tc = stats(&p);
@@ -166,13 +163,12 @@ async fn an_expired_watch_relists_into_a_buffer_and_readers_never_see_it_half_bu
         .await;
         assert_eq!(r.status, 410, "{}", r.text());
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_made_while_the_watch_was_expired_reach_the_cache() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
         let tc = stats(&p);
@@ -184,13 +180,12 @@ async fn writes_made_while_the_watch_was_expired_reach_the_cache() {
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(15)).await;
         assert!(tc.stats().lists.load(Ordering::Relaxed) >= 2);
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_watch_is_abandoned_and_resumed() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let p =
             synced_proxy(ProxyBuilder::new(&sim.url).watch_idle(Duration::from_millis(500))).await;
@@ -208,13 +203,12 @@ async fn a_stalled_watch_is_abandoned_and_resumed() {
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(10)).await;
         assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_watch_event_makes_the_reflector_relist_not_corrupt() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
         let tc = stats(&p);
@@ -224,14 +218,13 @@ async fn an_undecodable_watch_event_makes_the_reflector_relist_not_corrupt() {
         assert!(tc.stats().errors.load(Ordering::Relaxed) >= 1);
         assert!(tc.stats().lists.load(Ordering::Relaxed) >= 2);
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// The simulator's own faults, seen by a plain watch client.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_simulators_watch_faults_look_like_an_apiserver_in_trouble() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let sim = SimBuilder::new().start().await;
         let list = get(&format!("{}{CONFIGMAPS}", sim.url)).await.json();
         let rv = list["metadata"]["resourceVersion"]
@@ -280,6 +273,5 @@ async fn the_simulators_watch_faults_look_like_an_apiserver_in_trouble() {
         assert_eq!(bad.status, 400, "{}", bad.text());
         assert_eq!(bad.json()["reason"], "BadRequest");
     })
-    .await
-    .expect("timed out");
+    .await;
 }

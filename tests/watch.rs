@@ -124,23 +124,19 @@ async fn same_events_as_upstream(up: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_equal_the_simulators() {
     let sim = SimBuilder::new().start().await;
-    tokio::time::timeout(Duration::from_secs(60), same_events_as_upstream(&sim.url))
-        .await
-        .expect("timed out");
+    within(60, same_events_as_upstream(&sim.url)).await;
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_equal_the_real_apiservers() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(60), same_events_as_upstream(&up))
-        .await
-        .expect("timed out");
+    within(60, same_events_as_upstream(&up)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_watchers_cost_one_upstream_watch() {
-    tokio::time::timeout(Duration::from_secs(120), async {
+    within(120, async {
         let (sim, p, rv) = scene("/api/v1/configmaps").await;
         let upstream_watches = sim.sim.watches_served.load(Ordering::Relaxed);
         let mut watchers = Vec::new();
@@ -164,13 +160,12 @@ async fn a_thousand_watchers_cost_one_upstream_watch() {
             upstream_watches
         );
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_resumes_from_its_last_version_without_loss_or_repeats() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let path = "/api/v1/namespaces/default/configmaps";
         let (sim, p, rv) = scene(path).await;
         let mut all =
@@ -194,13 +189,12 @@ async fn a_client_resumes_from_its_last_version_without_loss_or_repeats() {
             WatchLine::Silent
         ));
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn positions_the_cache_no_longer_covers_get_a_410_event() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let path = "/api/v1/configmaps";
         let (sim, p, rv) = scene(path).await;
         let mut open =
@@ -235,8 +229,7 @@ async fn positions_the_cache_no_longer_covers_get_a_410_event() {
         let e = late.event(Duration::from_secs(5)).await;
         assert_eq!(e["object"]["code"], 410, "{e}");
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// Every event up to and including the `n`th that is not a periodic
@@ -263,7 +256,7 @@ async fn events_with_end_bookmark(w: &mut WatchStream, n: usize) -> Vec<(String,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_lists_equal_a_current_apiservers() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         // The simulator answering sendInitialEvents like a current apiserver.
         let sim = SimBuilder::new().watch_list().start().await;
         let up = sim.url.clone();
@@ -331,13 +324,12 @@ async fn streaming_lists_equal_a_current_apiservers() {
         assert!(matches!(cached.next(Duration::from_secs(5)).await, WatchLine::End));
         assert!(matches!(direct.next(Duration::from_secs(5)).await, WatchLine::End));
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bookmark_comes_just_before_the_deadline_then_a_clean_end() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let (_sim, p, rv) = scene("/api/v1/configmaps").await;
         let started = std::time::Instant::now();
         let mut w = WatchStream::open(&format!(
@@ -358,13 +350,12 @@ async fn a_bookmark_comes_just_before_the_deadline_then_a_clean_end() {
         .await;
         assert!(matches!(quiet.next(Duration::from_secs(5)).await, WatchLine::End));
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_watcher_is_cut_off_without_holding_back_the_others() {
-    tokio::time::timeout(Duration::from_secs(120), async {
+    within(120, async {
         let path = "/api/v1/namespaces/default/configmaps";
         let (sim, p, rv) = scene(path).await;
         let url = format!("{}{path}?watch=1&resourceVersion={rv}", p.url);
@@ -408,13 +399,12 @@ async fn a_stalled_watcher_is_cut_off_without_holding_back_the_others() {
         }
         assert!(got < N, "a stalled watcher got all {got} events");
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_that_missed_nothing_leaves_open_watches_running() {
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let path = "/api/v1/namespaces/default/configmaps";
         let (sim, p, rv) = scene(path).await;
         let tc = p
@@ -445,8 +435,7 @@ async fn a_relist_that_missed_nothing_leaves_open_watches_running() {
             ["ADDED", "ADDED", "MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]
         );
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// A raw HTTP/1.1 exchange: the header lines but `Date`, and the chunks
@@ -484,7 +473,7 @@ async fn raw_chunks(base: &str, path: &str) -> (Vec<String>, Vec<String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_framing_equals_the_real_apiservers() {
     let up = real_apiserver();
-    tokio::time::timeout(Duration::from_secs(60), async {
+    within(60, async {
         let p = start_proxy(&up).await;
         let ns = format!("framing-{}", unique_suffix());
         ensure_namespace(&up, &ns).await;
@@ -515,8 +504,7 @@ async fn watch_framing_equals_the_real_apiservers() {
             serde_json::from_str::<Value>(chunk).unwrap();
         }
     })
-    .await
-    .expect("timed out");
+    .await;
 }
 
 /// The reflectors read on the cache's own runtime: with every thread that

@@ -146,9 +146,7 @@ async fn a_kubeconfig_list_is_merged_and_its_first_current_context_used() {
     .unwrap();
     let list = std::env::join_paths([&a, &b]).unwrap();
     let s = serve(kubecache(), &[("KUBECONFIG", &list)]);
-    tokio::time::timeout(Duration::from_secs(60), reaches_the_secure_port(&s))
-        .await
-        .expect("timed out");
+    within(60, reaches_the_secure_port(&s)).await;
     // The second file's own current-context is refused: the merge did pick.
     let mut bad = kubecache();
     bad.args(["--context", "bad"]);
@@ -181,9 +179,7 @@ async fn without_kubeconfig_the_homes_kube_config_is_read() {
     std::fs::create_dir_all(home.join(".kube")).unwrap();
     admin_kubeconfig(&home.join(".kube/config"));
     let s = serve(kubecache(), &[("HOME", home.as_os_str())]);
-    tokio::time::timeout(Duration::from_secs(60), reaches_the_secure_port(&s))
-        .await
-        .expect("timed out");
+    within(60, reaches_the_secure_port(&s)).await;
 }
 
 /// Whether the service account folder exists on this machine, which the
@@ -229,9 +225,7 @@ exec "$KUBECACHE" serve --listen 127.0.0.1:0"#,
             ("KUBERNETES_SERVICE_PORT", port.as_ref()),
         ],
     );
-    tokio::time::timeout(Duration::from_secs(60), reaches_the_secure_port(&s))
-        .await
-        .expect("timed out");
+    within(60, reaches_the_secure_port(&s)).await;
     drop(s);
     assert_eq!(
         service_account_exists(),

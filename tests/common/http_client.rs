@@ -1,0 +1,115 @@
+//! The tests' HTTP client: a request with or without a body, read whole
+//! (`send`, `get`: `Resp`), and GETs with chosen headers, left streaming
+//! (`request`) or read whole (`fetch`).
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use std::time::Duration;
+
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl Resp {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+pub(super) fn client() -> Client<HttpConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new()).build(HttpConnector::new())
+}
+
+pub async fn send(method: Method, url: &str, body: Option<serde_json::Value>) -> Resp {
+    match body {
+        Some(v) => {
+            let body = Bytes::from(serde_json::to_vec(&v).unwrap());
+            send_bytes(method, url, Some("application/json"), body).await
+        }
+        None => send_bytes(method, url, None, Bytes::new()).await,
+    }
+}
+
+/// A request with a raw body and, if given, its Content-Type.
+pub async fn send_bytes(
+    method: Method,
+    url: &str,
+    content_type: Option<&str>,
+    body: Bytes,
+) -> Resp {
+    let mut b = Request::builder()
+        .method(method)
+        .uri(url)
+        .header("user-agent", "kubecache-tests")
+        .header("accept", "application/json");
+    if let Some(ct) = content_type {
+        b = b.header("content-type", ct);
+    }
+    let resp = tokio::time::timeout(
+        Duration::from_secs(30),
+        client().request(b.body(Full::new(body)).unwrap()),
+    )
+    .await
+    .expect("request timed out")
+    .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+pub async fn get(url: &str) -> Resp {
+    send(Method::GET, url, None).await
+}
+
+/// A GET with an Accept header.
+pub async fn request(url: &str, accept: &str) -> http::Response<hyper::body::Incoming> {
+    request_with(url, &[("accept", accept)]).await
+}
+
+/// A GET with the given headers.
+pub async fn request_with(
+    url: &str,
+    headers: &[(&str, &str)],
+) -> http::Response<hyper::body::Incoming> {
+    let mut req = Request::builder().uri(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    client()
+        .request(req.body(Full::default()).unwrap())
+        .await
+        .unwrap()
+}
+
+/// A GET with an Accept header: (status, content-type, body).
+pub async fn fetch(url: &str, accept: &str) -> (u16, String, String) {
+    let (status, ct, body) = fetch_with(url, &[("accept", accept)]).await;
+    (status, ct, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A GET with the given headers: (status, content-type, body bytes).
+pub async fn fetch_with(url: &str, headers: &[(&str, &str)]) -> (u16, String, Vec<u8>) {
+    let resp = request_with(url, headers).await;
+    let status = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, ct, body.to_vec())
+}

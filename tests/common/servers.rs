@@ -1,0 +1,193 @@
+//! The servers a test talks to: a simulated apiserver (`SimBuilder`), a
+//! kubecache in front of any upstream (`ProxyBuilder`, `wait_synced`,
+//! `assert_served_with`), and the real apiserver's URL. Every server binds
+//! port 0.
+
+use super::http_client::get;
+use http::Method;
+use kubecache::cache::Cache;
+use kubecache::reflector::ReflectorConfig;
+use kubecache::serve::{ConsistentReads, ServeState};
+use kubecache::store::HistoryLimits;
+use kubecache::upstream::{Upstream, UpstreamConfig};
+use kubecache_sim::{Sim, SimOptions};
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct SimServer {
+    pub url: String,
+    pub sim: Arc<Sim>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+pub struct SimBuilder {
+    opts: SimOptions,
+}
+
+impl SimBuilder {
+    pub fn new() -> Self {
+        SimBuilder {
+            opts: SimOptions {
+                pods: 20,
+                configmaps: 10,
+                ..Default::default()
+            },
+        }
+    }
+    pub fn pods(mut self, n: usize) -> Self {
+        self.opts.pods = n;
+        self
+    }
+    /// Streaming lists answered like a current apiserver.
+    pub fn watch_list(mut self) -> Self {
+        self.opts.watch_list = true;
+        self
+    }
+    pub async fn start(self) -> SimServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sim = Sim::new(&self.opts);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(kubecache_sim::run(sim.clone(), listener, async {
+            let _ = rx.await;
+        }));
+        SimServer {
+            url: format!("http://{addr}"),
+            sim,
+            _stop: tx,
+        }
+    }
+}
+
+pub struct Proxy {
+    pub url: String,
+    pub addr: SocketAddr,
+    pub cache: Arc<Cache>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+pub async fn start_proxy(upstream: &str) -> Proxy {
+    ProxyBuilder::new(upstream).start().await
+}
+
+pub async fn start_proxy_with(upstream: &str, consistent: ConsistentReads) -> Proxy {
+    ProxyBuilder::new(upstream)
+        .consistent(consistent)
+        .start()
+        .await
+}
+
+pub struct ProxyBuilder {
+    upstream: UpstreamConfig,
+    consistent: ConsistentReads,
+    reflector: ReflectorConfig,
+}
+
+impl ProxyBuilder {
+    pub fn new(upstream: &str) -> Self {
+        ProxyBuilder {
+            upstream: UpstreamConfig::new(upstream).expect("a test upstream's URL"),
+            consistent: ConsistentReads::Forward,
+            reflector: ReflectorConfig::default(),
+        }
+    }
+    /// Credentials and CA for an https upstream.
+    pub fn upstream(mut self, u: UpstreamConfig) -> Self {
+        self.upstream = u;
+        self
+    }
+    pub fn consistent(mut self, c: ConsistentReads) -> Self {
+        self.consistent = c;
+        self
+    }
+    /// How soon the reflector gives up on a silent watch.
+    pub fn watch_idle(mut self, d: Duration) -> Self {
+        self.reflector.watch_idle = d;
+        self
+    }
+    pub async fn start(self) -> Proxy {
+        proxy(&self.upstream, self.consistent, self.reflector).await
+    }
+}
+
+async fn proxy(
+    upstream: &UpstreamConfig,
+    consistent: ConsistentReads,
+    reflector: ReflectorConfig,
+) -> Proxy {
+    let cache = Cache::new(upstream, HistoryLimits::default(), reflector).unwrap();
+    // An upstream that refuses us is a scenario too: discovery then stays
+    // empty and every request is forwarded.
+    if let Err(e) = cache.refresh_discovery().await {
+        eprintln!("discovery failed: {e}");
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let state = Arc::new(ServeState {
+        cache: cache.clone(),
+        forward: Upstream::new(upstream).unwrap(),
+        consistent,
+        shutting_down: AtomicBool::new(false),
+        prometheus: None,
+    });
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(kubecache::serve::run(
+        listener,
+        state,
+        async {
+            let _ = rx.await;
+        },
+        Duration::from_secs(1),
+    ));
+    Proxy {
+        url: format!("http://{addr}"),
+        addr,
+        cache,
+        _stop: tx,
+    }
+}
+
+/// Waits until the proxy's cache for `resource` (e.g. `v1/configmaps`) has
+/// synced, touching it first so its reflector starts.
+pub async fn wait_synced(p: &Proxy, collection_path: &str, resource: &str) {
+    get(&format!("{}{collection_path}?resourceVersion=0", p.url)).await;
+    for _ in 0..300 {
+        let r = get(&format!("{}/readyz?verbose", p.url)).await;
+        if r.text()
+            .contains(&format!("[+]informer-sync/{resource} ok"))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{resource} never synced");
+}
+
+/// The request (a GET with this Accept) is answered from the cache under
+/// `consistent`: neither forwarded nor rejected.
+pub fn assert_served_with(
+    p: &Proxy,
+    consistent: ConsistentReads,
+    path_and_query: &str,
+    accept: &str,
+) {
+    let mut headers = http::HeaderMap::new();
+    headers.insert("accept", http::HeaderValue::from_str(accept).unwrap());
+    let uri: http::Uri = path_and_query.parse().unwrap();
+    let request = kubecache::request::Request::parse(&Method::GET, &uri, &headers);
+    use kubecache::serve::route::{decide, Route};
+    match decide(&p.cache, consistent, &request) {
+        Ok(_) => {}
+        Err(Route::Forward(r)) => panic!("{path_and_query} forwarded ({})", r.as_str()),
+        Err(Route::Refused(e)) => panic!("{path_and_query} refused: {e:?}"),
+        Err(Route::Answered(_)) => panic!("{path_and_query} answered before reading"),
+    }
+}
+
+/// The real apiserver's insecure URL, which .ci/run starts.
+pub fn real_apiserver() -> String {
+    std::env::var("KUBECACHE_REAL_APISERVER")
+        .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)")
+}

@@ -1,0 +1,18 @@
+//! The time limit of a whole test scenario.
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Runs a test's scenario, failing the test when it has not finished
+/// within `secs` seconds (a hung scenario would otherwise hang the run).
+pub async fn within<T>(secs: u64, f: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(secs), f).await {
+        Ok(v) => v,
+        // libtest runs each test on a thread named after it, which
+        // `#[tokio::test]` polls the scenario on.
+        Err(_) => panic!(
+            "scenario {} timed out: not finished after {secs} s",
+            std::thread::current().name().unwrap_or("(unnamed thread)")
+        ),
+    }
+}
