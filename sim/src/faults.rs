@@ -2,6 +2,7 @@
 //! an apiserver, switched on by flags at start or by `/sim/faults` at run
 //! time. Requests can fail (5xx) or be slow; watches can be dropped, stall,
 //! carry undecodable events, or be expired by a compaction (410 on resume).
+//! A `key=value` that switches nothing is a `FaultCommandError`.
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -49,18 +50,45 @@ pub enum FaultCommand {
     Expire,
 }
 
+/// A `key=value` of `/sim/faults` that is no fault command, worded as the
+/// endpoint's 400 words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultCommandError {
+    #[error("{key}={value:?}: expected a non-negative integer")]
+    NotACount {
+        key: String,
+        value: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("{key}={value:?}: expected true or false")]
+    NotAFlag { key: String, value: String },
+    /// `dropWatches` and `expire` are actions: switching one off means nothing.
+    #[error("{key}={value:?} does nothing")]
+    DoesNothing { key: String, value: String },
+    #[error("unknown fault {key:?}; known: errors, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire")]
+    UnknownFault { key: String },
+}
+
 impl FaultCommand {
     /// One `key=value` of `/sim/faults`.
-    pub fn parse(key: &str, value: &str) -> Result<Self, String> {
+    pub fn parse(key: &str, value: &str) -> Result<Self, FaultCommandError> {
         let number = || {
             value
                 .parse::<u64>()
-                .map_err(|_| format!("{key}={value:?}: expected a non-negative integer"))
+                .map_err(|source| FaultCommandError::NotACount {
+                    key: key.into(),
+                    value: value.into(),
+                    source,
+                })
         };
         let flag = || match value {
             "true" | "1" => Ok(true),
             "false" | "0" => Ok(false),
-            _ => Err(format!("{key}={value:?}: expected true or false")),
+            _ => Err(FaultCommandError::NotAFlag {
+                key: key.into(),
+                value: value.into(),
+            }),
         };
         Ok(match key {
             "errors" => FaultCommand::Errors(number()?),
@@ -69,8 +97,13 @@ impl FaultCommand {
             "stallWatches" => FaultCommand::StallWatches(flag()?),
             "garbageWatchEvents" => FaultCommand::GarbageWatchEvents(number()?),
             "expire" if flag()? => FaultCommand::Expire,
-            "dropWatches" | "expire" => return Err(format!("{key}={value:?} does nothing")),
-            _ => return Err(format!("unknown fault {key:?}; known: errors, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire")),
+            "dropWatches" | "expire" => {
+                return Err(FaultCommandError::DoesNothing {
+                    key: key.into(),
+                    value: value.into(),
+                })
+            }
+            _ => return Err(FaultCommandError::UnknownFault { key: key.into() }),
         })
     }
 }
@@ -194,6 +227,26 @@ mod tests {
         assert!(FaultCommand::parse("stallWatches", "yes").is_err());
         assert!(FaultCommand::parse("dropWatches", "false").is_err());
         assert!(FaultCommand::parse("explode", "1").is_err());
+    }
+
+    #[test]
+    fn a_bad_command_names_its_key_and_value() {
+        let err = |k, v| FaultCommand::parse(k, v).unwrap_err().to_string();
+        assert_eq!(
+            err("errors", "-1"),
+            "errors=\"-1\": expected a non-negative integer"
+        );
+        assert_eq!(
+            err("stallWatches", "maybe"),
+            "stallWatches=\"maybe\": expected true or false"
+        );
+        assert_eq!(err("expire", "0"), "expire=\"0\" does nothing");
+        assert_eq!(
+            err("explode", "1"),
+            "unknown fault \"explode\"; known: errors, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire"
+        );
+        let e = FaultCommand::parse("latencyMs", "x").unwrap_err();
+        assert!(std::error::Error::source(&e).is_some());
     }
 
     #[test]

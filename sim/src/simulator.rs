@@ -1,15 +1,16 @@
 //! The simulated apiserver's state and its writes: its types, each with a
 //! store and history like the cacher's, the etcd revision every write
 //! takes, generated objects and churn, the faults switched on, and create,
-//! update, patch and delete with the apiserver's update rules.
+//! update, patch and delete with the apiserver's update rules, and why a
+//! write is refused (`WriteError`).
 
 use crate::faults::{FaultCommand, Faults};
 use crate::generate::Generator;
 use crate::{generate, patch};
-use kubecache::encode::codec::{Entry, ListStyle, Store, TypeCodec};
+use kubecache::encode::codec::{DecodeError, Entry, ListStyle, Store, TypeCodec};
 use kubecache::encode::print::Printer;
 use kubecache::resource::{GroupVersionResource, ResourceType};
-use kubecache::store::{EventType, HistoryLimits};
+use kubecache::store::{EventType, HistoryLimits, StoreError};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,27 +82,59 @@ pub struct Sim {
     pub watch_list: bool,
 }
 
+/// Why the simulator refused a write, as the apiserver's handlers and
+/// storage refuse it; `api::errors` answers each with the apiserver's
+/// Status, and the 400s' words are theirs.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("{0}")]
-    BadBody(String),
-    /// A field the write may not change (422 Invalid). The apiserver
-    /// reports it twice: its common-field check and the type's own update
-    /// validation both find it.
-    #[error("{field}: {message}")]
-    Invalid { field: String, message: String },
+    #[error("metadata.name: Required value: name or generateName is required")]
+    NameRequired,
+    #[error("the body must be a JSON object")]
+    NotAnObject,
+    #[error("metadata must be an object")]
+    MetadataNotAnObject,
+    /// An update or patch whose object has no name (the handlers' checkName).
+    #[error(
+        "the name of the object ({url} based on URL) was undeterminable: name must be provided"
+    )]
+    NameMissing { url: String },
+    #[error("the name of the object ({object}) does not match the name on the URL ({url})")]
+    NameMismatch { object: String, url: String },
+    #[error("the namespace of the object ({object}) does not match the namespace on the request ({request})")]
+    NamespaceMismatch { object: String, request: String },
+    /// An update that changes the uid, which is immutable (422 Invalid).
+    #[error("metadata.uid changed to {uid:?}")]
+    UidChanged { uid: String },
     /// A PUT whose uid is not the stored object's: the uid precondition
-    /// the storage checks before anything else (409).
-    #[error("{0}")]
-    Precondition(String),
+    /// the storage checks before anything else (409), worded as etcd3's
+    /// storage error, which names the object by its etcd `key`.
+    #[error("StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {precondition}, UID in object meta: {stored}")]
+    UidPrecondition {
+        key: String,
+        precondition: String,
+        stored: String,
+    },
+    /// A resourceVersion that is not the stored object's (409 Conflict).
+    #[error("resourceVersion {given} is not the stored {stored}")]
+    StaleResourceVersion { given: String, stored: String },
     #[error(transparent)]
     Patch(#[from] patch::PatchError),
-    #[error("already exists")]
+    #[error("the object already exists")]
     AlreadyExists,
-    #[error("not found")]
+    #[error("the object does not exist")]
     NotFound,
-    #[error("conflict")]
-    Conflict,
+    /// The stored object does not read back as JSON.
+    #[error(transparent)]
+    Stored(serde_json::Error),
+    /// The object to store does not write as JSON.
+    #[error(transparent)]
+    Unwritable(serde_json::Error),
+    /// The object to store is not one the type's codec reads.
+    #[error(transparent)]
+    Undecodable(DecodeError),
+    /// The store does not take the object's event.
+    #[error(transparent)]
+    Store(StoreError),
 }
 
 const META_ORDER: [&str; 16] = [
@@ -278,11 +311,7 @@ impl Sim {
         let name = obj
             .pointer("/metadata/name")
             .and_then(Value::as_str)
-            .ok_or_else(|| {
-                WriteError::BadBody(
-                    "metadata.name: Required value: name or generateName is required".into(),
-                )
-            })?;
+            .ok_or(WriteError::NameRequired)?;
         Ok(
             match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
                 Some(ns) if t.rt.namespaced => format!("{ns}/{name}"),
@@ -308,10 +337,10 @@ impl Sim {
         let obj = make(have.as_ref())?;
         let rv = self.revision() + 1;
         let Value::Object(mut rest) = obj else {
-            return Err(WriteError::BadBody("the body must be a JSON object".into()));
+            return Err(WriteError::NotAnObject);
         };
         let Some(Value::Object(mut meta)) = rest.shift_remove("metadata") else {
-            return Err(WriteError::BadBody("metadata must be an object".into()));
+            return Err(WriteError::MetadataNotAnObject);
         };
         // In its place among the metadata; the version is set below.
         meta.insert("resourceVersion".into(), Value::Null);
@@ -335,15 +364,15 @@ impl Sim {
             }
         }
         set_resource_version(&mut out, rv);
-        let bytes = serde_json::to_vec(&out).map_err(|e| WriteError::BadBody(e.to_string()))?;
+        let bytes = serde_json::to_vec(&out).map_err(WriteError::Unwritable)?;
         let entry = Arc::new(
             t.codec
                 .from_object(&bytes)
-                .map_err(|e| WriteError::BadBody(e.to_string()))?,
+                .map_err(WriteError::Undecodable)?,
         );
         t.store
             .apply(kind, entry.clone())
-            .map_err(|e| WriteError::BadBody(e.to_string()))?;
+            .map_err(WriteError::Store)?;
         self.revision.store(rv, Ordering::Release);
         Ok(entry)
     }
@@ -358,7 +387,7 @@ impl Sim {
         let meta = obj
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| WriteError::BadBody("metadata must be an object".into()))?;
+            .ok_or(WriteError::MetadataNotAnObject)?;
         if t.rt.namespaced {
             let ns = ns.unwrap_or("default");
             meta.insert("namespace".into(), Value::String(ns.into()));
@@ -399,10 +428,11 @@ impl Sim {
             let stored_uid = meta_str(&old, "uid").unwrap_or("");
             match meta_str(&obj, "uid") {
                 Some(uid) if !uid.is_empty() && uid != stored_uid => {
-                    Err(WriteError::Precondition(format!(
-                        "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
-                        etcd_key(t, &key)
-                    )))
+                    Err(WriteError::UidPrecondition {
+                        key: etcd_key(t, &key),
+                        precondition: uid.to_string(),
+                        stored: stored_uid.to_string(),
+                    })
                 }
                 _ => prepare_for_update(t, &old, obj),
             }
@@ -529,8 +559,7 @@ fn set_resource_version(obj: &mut Value, rv: u64) {
 /// The stored object, or NotFound.
 fn stored_object(t: &SimType, have: Option<&Arc<Entry>>) -> Result<Value, WriteError> {
     let have = have.ok_or(WriteError::NotFound)?;
-    serde_json::from_slice(&t.codec.object_bytes(have))
-        .map_err(|e| WriteError::BadBody(e.to_string()))
+    serde_json::from_slice(&t.codec.object_bytes(have)).map_err(WriteError::Stored)
 }
 
 fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
@@ -547,27 +576,34 @@ fn check_name(
     obj: &mut Value,
 ) -> Result<(), WriteError> {
     let meta = match obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        Some(meta) if meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty()) => {
+        Some(meta)
+            if meta
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty()) =>
+        {
             meta
         }
         _ => {
-            return Err(WriteError::BadBody(format!(
-                "the name of the object ({name} based on URL) was undeterminable: name must be provided"
-            )))
+            return Err(WriteError::NameMissing {
+                url: name.to_string(),
+            })
         }
     };
     let have = meta.get("name").and_then(Value::as_str).unwrap_or("");
     if have != name {
-        return Err(WriteError::BadBody(format!(
-            "the name of the object ({have}) does not match the name on the URL ({name})"
-        )));
+        return Err(WriteError::NameMismatch {
+            object: have.to_string(),
+            url: name.to_string(),
+        });
     }
     match (t.rt.namespaced, ns) {
         (true, Some(ns)) => match meta.get("namespace").and_then(Value::as_str) {
             Some(have) if !have.is_empty() && have != ns => {
-                return Err(WriteError::BadBody(format!(
-                    "the namespace of the object ({have}) does not match the namespace on the request ({ns})"
-                )))
+                return Err(WriteError::NamespaceMismatch {
+                    object: have.to_string(),
+                    request: ns.to_string(),
+                })
             }
             _ => {
                 meta.insert("namespace".into(), Value::String(ns.to_string()));
@@ -590,15 +626,17 @@ fn prepare_for_update(t: &SimType, old: &Value, mut obj: Value) -> Result<Value,
     let old_rv = meta_str(old, "resourceVersion").unwrap_or("");
     if let Some(rv) = meta_str(&obj, "resourceVersion") {
         if !rv.is_empty() && rv != old_rv {
-            return Err(WriteError::Conflict);
+            return Err(WriteError::StaleResourceVersion {
+                given: rv.to_string(),
+                stored: old_rv.to_string(),
+            });
         }
     }
     let old_uid = meta_str(old, "uid").unwrap_or("").to_string();
     match meta_str(&obj, "uid") {
         Some(uid) if !uid.is_empty() && uid != old_uid => {
-            return Err(WriteError::Invalid {
-                field: "metadata.uid".into(),
-                message: format!("Invalid value: \"{uid}\": field is immutable"),
+            return Err(WriteError::UidChanged {
+                uid: uid.to_string(),
             })
         }
         _ => {}
@@ -607,7 +645,7 @@ fn prepare_for_update(t: &SimType, old: &Value, mut obj: Value) -> Result<Value,
     let spec_changed = old.get("spec") != obj.get("spec")
         || old_meta.get("annotations") != obj.pointer("/metadata/annotations");
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return Err(WriteError::BadBody("metadata must be an object".into()));
+        return Err(WriteError::MetadataNotAnObject);
     };
     meta.insert("uid".into(), Value::String(old_uid));
     for kept in ["creationTimestamp", "generation"] {

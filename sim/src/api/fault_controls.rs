@@ -2,29 +2,21 @@
 //! switch faults at run time; the fault state they switch is `sim::faults`.
 
 use super::json::value;
-use crate::faults::FaultCommand;
+use crate::faults::{FaultCommand, FaultCommandError};
 use crate::Sim;
 use http::{Response, StatusCode};
 use kubecache::body::Body;
-use kubecache::serve::respond::status_response;
-use kubecache::status::Status;
 
 /// `/sim/faults?key=value&…`: all commands are checked before any applies,
 /// and watches are dropped before any are unstalled, so that a watch
 /// unstalled and dropped by one request sends nothing it held back.
-pub(super) fn faults(sim: &Sim, query: Option<&str>) -> Response<Body> {
-    let commands: Result<Vec<FaultCommand>, String> =
-        url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
-            .map(|(k, v)| FaultCommand::parse(&k, &v))
-            .collect();
-    match commands {
-        Ok(mut cs) => {
-            cs.sort_by_key(|c| !matches!(c, FaultCommand::DropWatches | FaultCommand::Expire));
-            for c in &cs {
-                sim.fault(c);
-            }
-            value(StatusCode::OK, sim.faults.describe())
-        }
-        Err(m) => status_response(&Status::bad_request(m)),
+pub(super) fn faults(sim: &Sim, query: Option<&str>) -> Result<Response<Body>, FaultCommandError> {
+    let mut commands = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .map(|(k, v)| FaultCommand::parse(&k, &v))
+        .collect::<Result<Vec<_>, _>>()?;
+    commands.sort_by_key(|c| !matches!(c, FaultCommand::DropWatches | FaultCommand::Expire));
+    for c in &commands {
+        sim.fault(c);
     }
+    Ok(value(StatusCode::OK, sim.faults.describe()))
 }

@@ -1,17 +1,18 @@
-//! Gets, lists and watches of the simulated types. They negotiate
-//! `Accept` with kubecache's own negotiation (`encode::negotiate`)
-//! and answer in its encodings: JSON, PartialObjectMetadata[List] and
-//! Tables printed by kubecache's printers, with the apiserver's 406s and
-//! 400s for what does not fit. The simulator's one serializer is JSON:
-//! where the apiserver would answer YAML or protobuf, it answers the
-//! header's JSON clause if it has one, else go-restful's bare "406: Not
-//! Acceptable" (its routes produce JSON alone), and its NotAcceptable lists
-//! `application/json` alone. `pretty` is ignored (compact JSON).
+//! Gets, lists and watches of the simulated types, and why one fails
+//! (`ReadError`). They negotiate `Accept` with kubecache's own negotiation
+//! (`encode::negotiate`) and answer in its encodings: JSON,
+//! PartialObjectMetadata[List] and Tables printed by kubecache's printers,
+//! with the apiserver's 406s and 400s for what does not fit. The
+//! simulator's one serializer is JSON: where the apiserver would answer
+//! YAML or protobuf, it answers the header's JSON clause if it has one,
+//! else go-restful's bare "406: Not Acceptable" (its routes produce JSON
+//! alone), and its NotAcceptable lists `application/json` alone. `pretty`
+//! is ignored (compact JSON).
 
 use super::json::respond;
 use crate::{Sim, SimType};
 use bytes::Bytes;
-use http::{header, HeaderMap, Response, StatusCode};
+use http::{Response, StatusCode};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use kubecache::body::{Body, BoxError};
@@ -22,13 +23,13 @@ use kubecache::encode::Repr;
 use kubecache::go::strconv::quote as go_quote;
 use kubecache::request::accept::Accept;
 use kubecache::request::accept::{Conversion, Endpoint};
-use kubecache::request::options::{ModeError, WatchFrom};
+use kubecache::request::options::{ModeError, OptionsError, WatchFrom};
 use kubecache::request::Shape;
 use kubecache::request::{ContinueToken, ListOptions, ReadMode, ResourcePath};
+use kubecache::resource::GroupVersionResource;
 use kubecache::selector::field::FieldRules;
-use kubecache::selector::{FieldSelector, LabelSelector};
-use kubecache::serve::read::FRESHNESS_WAIT;
-use kubecache::serve::respond::negotiated_error;
+use kubecache::selector::{FieldSelector, LabelSelector, SelectorError};
+use kubecache::serve::read::{ReadError as CacheReadError, FRESHNESS_WAIT};
 use kubecache::serve::watch::{self, Start, WatchSpec};
 use kubecache::status::Status;
 use kubecache::store::page::{read_page, PageRequest};
@@ -36,22 +37,17 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// A get, list or watch, answered in the representation `Accept` asks for,
-/// or its error in one `Accept` takes.
+/// A get, list or watch, answered in the representation `accept` asks for.
 pub(super) async fn read(
     sim: &Arc<Sim>,
-    headers: &HeaderMap,
+    accept: &Accept,
     t: &Arc<SimType>,
     rp: &ResourcePath,
     ns: Option<&str>,
     key: Option<&str>,
     query: Option<&str>,
-) -> Response<Body> {
+) -> Result<Response<Body>, ReadError> {
     let opts = ListOptions::parse(query);
-    let text = headers
-        .get(header::ACCEPT)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let accept = Accept::new(text.as_deref());
     let watching = opts.watch || rp.legacy_watch;
     let read = Read {
         t,
@@ -66,21 +62,67 @@ pub(super) async fn read(
         },
         opts: &opts,
     };
-    let answer = match read.representation(&accept) {
-        Err(s) => Err(s),
-        Ok(n) => match (read.shape, read.name) {
-            (Shape::Watch, _) => watch(sim, &read, n).await,
-            (_, Some(name)) => get(&read, key.unwrap_or_default(), name, n).await,
-            (_, None) => list(sim, &read, n).await,
-        },
-    };
-    answer.unwrap_or_else(|s| negotiated_error(&s, &accept, ERRORS, None))
+    let n = read.representation(accept)?;
+    match (read.shape, read.name) {
+        (Shape::Watch, _) => watch(sim, &read, n).await,
+        (_, Some(name)) => get(&read, key.unwrap_or_default(), name, n).await,
+        (_, None) => list(sim, &read, n).await,
+    }
 }
 
 /// The simulator's serializers: JSON alone, so that what the apiserver
 /// would answer in YAML or protobuf falls to a JSON clause, or is refused.
 const RESOURCES: Endpoint = Endpoint::JSON_ONLY_RESOURCE;
-const ERRORS: Endpoint = Endpoint::JSON_ONLY_ERRORS;
+
+/// Why a get, list or watch is refused, worded as the apiserver words it
+/// where a message is all its Status says.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ReadError {
+    /// No route produces what `Accept` names (go-restful's 406).
+    #[error("no route produces what the Accept header names")]
+    NoAcceptableRoute,
+    /// Nothing the simulator serializes is acceptable
+    /// (NegotiateOutputMediaType's 406).
+    #[error("only the following media types are accepted: {}", RESOURCES.media_types())]
+    UnacceptableMedia,
+    /// `as=PartialObjectMetadata` of a list, whose Go type is `list`.
+    #[error("you requested PartialObjectMetadata, but the requested object is a list ({list})")]
+    MetadataOfList { list: String },
+    /// `as=PartialObjectMetadataList` of one object, of Go type `object`.
+    #[error("you requested PartialObjectMetadataList, but the requested object is not a list ({object})")]
+    MetadataListOfObject { object: String },
+    /// A Table's `includeObject` that is none of its values.
+    #[error("Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty", go_quote(.0))]
+    IncludeObject(String),
+    #[error("the simulator has no Table printer for {0}")]
+    NoPrinter(GroupVersionResource),
+    #[error("the read's options")]
+    Options(#[from] OptionsError),
+    #[error("the read's selector")]
+    Selector(#[from] SelectorError),
+    /// A get's or list's resourceVersion that is not a number.
+    #[error("invalid resourceVersion")]
+    VersionNotANumber,
+    /// A watch's, worded as the watch handler words it.
+    #[error("invalid resource version: {0}")]
+    WatchVersionNotANumber(String),
+    /// An exact list at a version compacted away.
+    #[error("The resourceVersion for the provided list is too old.")]
+    VersionCompacted,
+    /// A continue token at a version compacted away; its 410 gives a token
+    /// that goes on from `start` at the latest version.
+    #[error("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")]
+    ContinueCompacted { start: String },
+    /// The simulator's stores are kubecache's own, and fail a read as its
+    /// cache does: a name not there, a version not reached in time.
+    #[error("reading the store")]
+    Store(#[from] CacheReadError),
+}
+
+/// The 504 of a read at a version the store has not reached.
+fn too_large(requested: u64, current: u64) -> ReadError {
+    CacheReadError::TooLargeResourceVersion { requested, current }.into()
+}
 
 /// A get, list or watch of a simulated type.
 struct Read<'a> {
@@ -99,7 +141,7 @@ type Negotiated = Result<Repr, Refusal>;
 impl Read<'_> {
     /// Refusals made before the read (no route produces what Accept names,
     /// nothing acceptable) are errors; the others are the read's to give.
-    fn representation(&self, accept: &Accept) -> Result<Negotiated, Status> {
+    fn representation(&self, accept: &Accept) -> Result<Negotiated, ReadError> {
         let n = Negotiation {
             accept,
             endpoint: RESOURCES,
@@ -109,9 +151,11 @@ impl Read<'_> {
             protobuf: false,
         };
         match n.repr(|| self.t.printer.clone()) {
-            Err(Refusal::NoRoute) => Err(Status::no_acceptable_route()),
+            Err(Refusal::NoRoute) => Err(ReadError::NoAcceptableRoute),
             // The simulator has no other serializer to have negotiated.
-            Err(Refusal::NotAcceptable | Refusal::Serializer(_)) => Err(unacceptable_media()),
+            Err(Refusal::NotAcceptable | Refusal::Serializer(_)) => {
+                Err(ReadError::UnacceptableMedia)
+            }
             // The apiserver indents for `pretty=1`; the simulator answers
             // compact JSON.
             other => Ok(other.map(|n| n.repr)),
@@ -120,46 +164,30 @@ impl Read<'_> {
 
     /// The read's representation, or the apiserver's error for converting
     /// what it read (transformResponseObject).
-    fn convert(&self, n: Negotiated) -> Result<Repr, Status> {
+    fn convert(&self, n: Negotiated) -> Result<Repr, ReadError> {
         n.map_err(|r| refused(self.t, r))
     }
 }
 
-/// NegotiateOutputMediaType's 406 for the simulator's serializers.
-fn unacceptable_media() -> Status {
-    Status::not_acceptable(format!(
-        "only the following media types are accepted: {}",
-        RESOURCES.media_types()
-    ))
-}
-
 /// The error the apiserver gives for a conversion that fails once the
 /// object or list is read.
-fn refused(t: &SimType, r: Refusal) -> Status {
+fn refused(t: &SimType, r: Refusal) -> ReadError {
     match r {
-        Refusal::Form(Conversion::PartialObjectMetadata(_)) => Status::not_acceptable(format!(
-            "you requested PartialObjectMetadata, but the requested object is a list ({})",
-            go_type(t, true)
-        )),
+        Refusal::Form(Conversion::PartialObjectMetadata(_)) => ReadError::MetadataOfList {
+            list: go_type(t, true),
+        },
         Refusal::Form(Conversion::PartialObjectMetadataList(_)) => {
-            Status::not_acceptable(format!(
-                "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
-                go_type(t, false)
-            ))
+            ReadError::MetadataListOfObject {
+                object: go_type(t, false),
+            }
         }
-        Refusal::IncludeObject(v) => Status::bad_request(format!(
-            "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
-            go_quote(&v)
-        )),
-        Refusal::NoPrinter => Status::internal(format!(
-            "the simulator has no Table printer for {}",
-            t.rt.gvr
-        )),
+        Refusal::IncludeObject(v) => ReadError::IncludeObject(v),
+        Refusal::NoPrinter => ReadError::NoPrinter(t.rt.gvr.clone()),
         // A Table fits every read; the rest are refused before it.
         Refusal::Form(Conversion::Table(_))
         | Refusal::NoRoute
         | Refusal::NotAcceptable
-        | Refusal::Serializer(_) => unacceptable_media(),
+        | Refusal::Serializer(_) => ReadError::UnacceptableMedia,
     }
 }
 
@@ -181,23 +209,28 @@ async fn get(
     key: &str,
     name: &str,
     n: Negotiated,
-) -> Result<Response<Body>, Status> {
+) -> Result<Response<Body>, ReadError> {
     let t = read.t;
     let snap = match read.opts.get_mode() {
         Ok(ReadMode::NotOlderThan(rv)) => match t.store.wait_for(rv, FRESHNESS_WAIT).await {
             Ok(_) => t.store.current(),
-            Err(have) => return Err(Status::too_large_resource_version(rv, have)),
+            Err(have) => return Err(too_large(rv, have)),
         },
         Ok(_) => t.store.current(),
-        Err(ModeError::Reject(e)) => return Err(Status::from(&e)),
-        Err(ModeError::Forward(_)) => return Err(Status::bad_request("invalid resourceVersion")),
+        Err(ModeError::Reject(e)) => return Err(e.into()),
+        Err(ModeError::Forward(_)) => return Err(ReadError::VersionNotANumber),
     };
     match snap.items.get(key) {
         Some(e) => {
             let body = read.convert(n)?.body(&t.codec, e);
-            Ok(respond(StatusCode::OK, body.map_err(unencodable)?))
+            Ok(respond(StatusCode::OK, body.map_err(CacheReadError::from)?))
         }
-        None => Err(Status::not_found(&t.rt.gvr.group, &t.rt.gvr.resource, name)),
+        None => Err(CacheReadError::NotFound {
+            group: t.rt.gvr.group.clone(),
+            resource: t.rt.gvr.resource.clone(),
+            name: name.to_string(),
+        }
+        .into()),
     }
 }
 
@@ -206,28 +239,26 @@ struct Selection {
     fields: FieldSelector,
 }
 
-fn selection(t: &SimType, opts: &ListOptions) -> Result<Selection, Status> {
-    let labels = LabelSelector::parse(&opts.label_selector).map_err(|e| Status::from(&e))?;
-    let fields = FieldSelector::parse(&opts.field_selector)
-        .and_then(|f| {
-            f.convert(FieldRules::BuiltIn {
-                group: &t.rt.gvr.group,
-                version: &t.rt.gvr.version,
-                kind: &t.rt.kind,
-            })
+fn selection(t: &SimType, opts: &ListOptions) -> Result<Selection, ReadError> {
+    let labels = LabelSelector::parse(&opts.label_selector)?;
+    let fields = FieldSelector::parse(&opts.field_selector).and_then(|f| {
+        f.convert(FieldRules::BuiltIn {
+            group: &t.rt.gvr.group,
+            version: &t.rt.gvr.version,
+            kind: &t.rt.kind,
         })
-        .map_err(|e| Status::from(&e))?;
+    })?;
     Ok(Selection { labels, fields })
 }
 
-async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body>, Status> {
+async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body>, ReadError> {
     let (t, opts) = (read.t, read.opts);
-    opts.validate_list().map_err(|e| Status::from(&e))?;
+    opts.validate_list()?;
     let sel = selection(t, opts)?;
     let mode = match opts.list_mode() {
         Ok(m) => m,
-        Err(ModeError::Reject(e)) => return Err(Status::from(&e)),
-        Err(ModeError::Forward(_)) => return Err(Status::bad_request("invalid resourceVersion")),
+        Err(ModeError::Reject(e)) => return Err(e.into()),
+        Err(ModeError::Forward(_)) => return Err(ReadError::VersionNotANumber),
     };
     let limit = opts.limit.max(0) as usize;
     let etcd_now = || Snapshot {
@@ -239,27 +270,23 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
         ReadMode::NotOlderThan(rv) if limit == 0 => {
             match t.store.wait_for(rv, FRESHNESS_WAIT).await {
                 Ok(_) => (t.store.current(), None, false),
-                Err(have) => return Err(Status::too_large_resource_version(rv, have)),
+                Err(have) => return Err(too_large(rv, have)),
             }
         }
         ReadMode::NotOlderThan(rv) => {
             if rv > sim.revision() {
-                return Err(Status::too_large_resource_version(rv, sim.revision()));
+                return Err(too_large(rv, sim.revision()));
             }
             (etcd_now(), None, true)
         }
         ReadMode::MostRecent => (etcd_now(), None, true),
         ReadMode::Exact(rv) => {
             if rv > sim.revision() {
-                return Err(Status::too_large_resource_version(rv, sim.revision()));
+                return Err(too_large(rv, sim.revision()));
             }
             match t.store.snapshot_at(rv) {
                 Some(s) => (s, None, true),
-                None => {
-                    return Err(Status::expired(
-                        "The resourceVersion for the provided list is too old.",
-                    ))
-                }
+                None => return Err(ReadError::VersionCompacted),
             }
         }
         ReadMode::Continue(ContinueToken { rv, start }) if rv < 0 => {
@@ -267,11 +294,7 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
         }
         ReadMode::Continue(ContinueToken { rv, start }) => match t.store.snapshot_at(rv as u64) {
             Some(s) => (s, Some(start), true),
-            None => {
-                let mut s = Status::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.");
-                s.metadata.continue_token = Some(ContinueToken { rv: -1, start }.encode());
-                return Err(s);
-            }
+            None => return Err(ReadError::ContinueCompacted { start }),
         },
     };
     let prefix = read
@@ -294,11 +317,15 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
     Ok(respond(
         StatusCode::OK,
         repr.list(&t.codec, &meta, &page.items)
-            .map_err(unencodable)?,
+            .map_err(CacheReadError::from)?,
     ))
 }
 
-async fn watch(sim: &Arc<Sim>, read: &Read<'_>, n: Negotiated) -> Result<Response<Body>, Status> {
+async fn watch(
+    sim: &Arc<Sim>,
+    read: &Read<'_>,
+    n: Negotiated,
+) -> Result<Response<Body>, ReadError> {
     let (t, opts) = (read.t, read.opts);
     sim.watches_served
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -315,11 +342,7 @@ async fn watch(sim: &Arc<Sim>, read: &Read<'_>, n: Negotiated) -> Result<Respons
         } else {
             match rv.parse::<u64>() {
                 Ok(n) => StreamingStart::Ready(Start::After(n)),
-                Err(_) => {
-                    return Err(Status::bad_request(format!(
-                        "invalid resource version: {rv}"
-                    )))
-                }
+                Err(_) => return Err(ReadError::WatchVersionNotANumber(rv)),
             }
         }
     };
@@ -335,7 +358,9 @@ async fn watch(sim: &Arc<Sim>, read: &Read<'_>, n: Negotiated) -> Result<Respons
         StreamingStart::Ready(s) => s,
         StreamingStart::Validated(from) => match wait_for_start(t, from).await {
             Ok(s) => s,
-            Err(s) => return Ok(watch::error_response(&repr, &s)),
+            // No error answer: the watch is served, and the library writes
+            // the error's Status as its one (ERROR) event.
+            Err(e) => return Ok(watch::error_response(&repr, &Status::from(&e))),
         },
     };
     let spec = WatchSpec {
@@ -372,27 +397,26 @@ enum StreamingStart {
 
 /// Where a watch starts on a current apiserver (the WatchList feature):
 /// its watch-option validation.
-fn streaming_from(opts: &ListOptions) -> Result<WatchFrom, Status> {
-    opts.validate_watch().map_err(|e| Status::from(&e))?;
+fn streaming_from(opts: &ListOptions) -> Result<WatchFrom, ReadError> {
+    opts.validate_watch()?;
     opts.watch_from().map_err(|e| match e {
-        ModeError::Reject(e) => Status::from(&e),
-        ModeError::Forward(_) => Status::bad_request(format!(
-            "invalid resource version: {}",
-            opts.resource_version.as_deref().unwrap_or_default()
-        )),
+        ModeError::Reject(e) => e.into(),
+        ModeError::Forward(_) => {
+            ReadError::WatchVersionNotANumber(opts.resource_version.clone().unwrap_or_default())
+        }
     })
 }
 
 /// A `sendInitialEvents` watch from a version the cache has not reached
 /// waits for it, then fails inside the stream.
-async fn wait_for_start(t: &SimType, from: WatchFrom) -> Result<Start, Status> {
+async fn wait_for_start(t: &SimType, from: WatchFrom) -> Result<Start, ReadError> {
     Ok(match from {
         // The simulator's store is its etcd: its state is the latest.
         WatchFrom::Latest(i) | WatchFrom::Any(i) => i.into(),
         WatchFrom::After(rv) => Start::After(rv),
         WatchFrom::AtLeast(rv) => {
             if let Err(have) = t.store.wait_for(rv, FRESHNESS_WAIT).await {
-                return Err(Status::too_large_resource_version(rv, have));
+                return Err(too_large(rv, have));
             }
             Start::InitialEvents
         }
@@ -433,11 +457,6 @@ impl http_body::Body for EndsAtFirstEvent {
     fn is_end_stream(&self) -> bool {
         self.inner.as_ref().is_none_or(|b| b.is_end_stream())
     }
-}
-
-/// The simulator writes JSON only, which holds every object.
-fn unencodable(e: kubecache::encode::Unencodable) -> Status {
-    Status::internal(e.to_string())
 }
 
 #[cfg(test)]

@@ -1,21 +1,47 @@
 //! Writes to the simulated types: create, update, delete and the three
 //! non-apply patches (`patch`), with the apiserver's update rules
-//! (`Sim::update`), and their failures as the apiserver's Status errors.
+//! (`Sim::update`), and why they fail, naming the object written.
 //! Writes answer JSON whatever the `Accept` header.
 
 use super::json::respond;
-use crate::patch::{PatchError, PatchType};
+use crate::patch::PatchType;
 use crate::{Sim, SimType, WriteError};
+use bytes::Bytes;
 use http::{header, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use kubecache::body::Body;
 use kubecache::encode::codec::Entry;
 use kubecache::encode::json;
-use kubecache::serve::respond::status_response;
-use kubecache::status::{Cause, Details, Status};
 use serde_json::Value;
 use std::sync::Arc;
+
+/// Why a write request gets an error instead, worded as the apiserver
+/// words it where a message is all its Status says.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum WriteRequestError {
+    /// The body could not be read off the connection.
+    #[error(transparent)]
+    Body(hyper::Error),
+    #[error("the body of the request was in an unknown format: {0}")]
+    UnknownFormat(#[source] serde_json::Error),
+    #[error("metadata must be an object")]
+    MetadataNotAnObject,
+    /// A PATCH whose `Content-Type` is no patch format the simulator takes.
+    #[error("no patch format is {0:?}")]
+    UnsupportedPatchType(Option<String>),
+    /// The simulator refused the write of the object `name` (none for a
+    /// create) of `resource`, whose kind is `kind`.
+    #[error("the write of {resource} {name:?} was refused")]
+    Refused {
+        group: String,
+        resource: String,
+        kind: String,
+        name: String,
+        #[source]
+        error: WriteError,
+    },
+}
 
 /// A write to a simulated type, in a namespace or not.
 pub(super) struct Write<'a> {
@@ -24,24 +50,22 @@ pub(super) struct Write<'a> {
     pub(super) ns: Option<&'a str>,
 }
 
+type Answer = Result<Response<Body>, WriteRequestError>;
+
 impl Write<'_> {
-    pub(super) async fn create(&self, req: Request<Incoming>) -> Response<Body> {
+    pub(super) async fn create(&self, req: Request<Incoming>) -> Answer {
         let Write { sim, t, ns } = *self;
-        match read_body(req).await {
-            Ok(obj) => write_result(t, sim.create(t, ns, obj), StatusCode::CREATED, None),
-            Err(s) => status_response(&s),
-        }
+        let obj = read_body(req).await?;
+        self.answer(sim.create(t, ns, obj), StatusCode::CREATED, "")
     }
 
-    pub(super) async fn update(&self, name: &str, req: Request<Incoming>) -> Response<Body> {
+    pub(super) async fn update(&self, name: &str, req: Request<Incoming>) -> Answer {
         let Write { sim, t, ns } = *self;
-        match read_body(req).await {
-            Ok(obj) => write_result(t, sim.update(t, ns, name, obj), StatusCode::OK, Some(name)),
-            Err(s) => status_response(&s),
-        }
+        let obj = read_body(req).await?;
+        self.answer(sim.update(t, ns, name, obj), StatusCode::OK, name)
     }
 
-    pub(super) async fn patch(&self, name: &str, req: Request<Incoming>) -> Response<Body> {
+    pub(super) async fn patch(&self, name: &str, req: Request<Incoming>) -> Answer {
         let Write { sim, t, ns } = *self;
         // The patch type is checked first, as go-restful's route does.
         let content_type = req
@@ -49,107 +73,46 @@ impl Write<'_> {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok());
         let Some(ty) = PatchType::from_content_type(content_type) else {
-            return status_response(
-                &Status::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
-                    .with_details(Details::default()),
-            );
+            let content_type = content_type.map(str::to_string);
+            return Err(WriteRequestError::UnsupportedPatchType(content_type));
         };
-        match req.into_body().collect().await {
-            Ok(body) => write_result(
-                t,
-                sim.patch(t, ns, name, ty, &body.to_bytes()),
-                StatusCode::OK,
-                Some(name),
-            ),
-            Err(e) => status_response(&Status::bad_request(e.to_string())),
-        }
+        let body = body(req).await?;
+        self.answer(sim.patch(t, ns, name, ty, &body), StatusCode::OK, name)
     }
 
     /// A delete names its object by store key (`ns/name`), not by `ns`.
-    pub(super) fn delete(&self, key: &str, name: &str) -> Response<Body> {
+    pub(super) fn delete(&self, key: &str, name: &str) -> Answer {
         let Write { sim, t, .. } = *self;
-        write_result(t, sim.delete(t, key), StatusCode::OK, Some(name))
+        self.answer(sim.delete(t, key), StatusCode::OK, name)
+    }
+
+    /// The written object, or why the write of `name` was refused.
+    fn answer(&self, r: Result<Arc<Entry>, WriteError>, ok: StatusCode, name: &str) -> Answer {
+        let t = self.t;
+        match r {
+            Ok(e) => Ok(respond(ok, json::object(&t.codec, &e))),
+            Err(error) => Err(WriteRequestError::Refused {
+                group: t.rt.gvr.group.clone(),
+                resource: t.rt.gvr.resource.clone(),
+                kind: t.rt.kind.clone(),
+                name: name.to_string(),
+                error,
+            }),
+        }
     }
 }
 
-async fn read_body(req: Request<Incoming>) -> Result<Value, Status> {
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| Status::bad_request(e.to_string()))?
-        .to_bytes();
-    let v: Value = serde_json::from_slice(&body).map_err(|e| {
-        Status::bad_request(format!(
-            "the body of the request was in an unknown format: {e}"
-        ))
-    })?;
+async fn body(req: Request<Incoming>) -> Result<Bytes, WriteRequestError> {
+    let body = req.into_body().collect().await;
+    Ok(body.map_err(WriteRequestError::Body)?.to_bytes())
+}
+
+/// The object a create or update writes.
+async fn read_body(req: Request<Incoming>) -> Result<Value, WriteRequestError> {
+    let body = body(req).await?;
+    let v: Value = serde_json::from_slice(&body).map_err(WriteRequestError::UnknownFormat)?;
     if !v.get("metadata").is_some_and(Value::is_object) {
-        return Err(Status::bad_request("metadata must be an object"));
+        return Err(WriteRequestError::MetadataNotAnObject);
     }
     Ok(v)
-}
-
-fn write_result(
-    t: &SimType,
-    r: Result<Arc<Entry>, WriteError>,
-    ok: StatusCode,
-    name: Option<&str>,
-) -> Response<Body> {
-    let (g, res) = (&t.rt.gvr.group, &t.rt.gvr.resource);
-    match r {
-        Ok(e) => respond(ok, json::object(&t.codec, &e)),
-        Err(WriteError::AlreadyExists) => {
-            status_response(&Status::already_exists(g, res, name.unwrap_or("")))
-        }
-        Err(WriteError::NotFound) => {
-            status_response(&Status::not_found(g, res, name.unwrap_or("")))
-        }
-        Err(WriteError::Conflict) => status_response(&Status::conflict(g, res, name.unwrap_or(""))),
-        Err(WriteError::BadBody(m)) => status_response(&Status::bad_request(m)),
-        Err(WriteError::Invalid { field, message }) => {
-            let cause = Cause {
-                reason: "FieldValueInvalid".into(),
-                message,
-                field,
-            };
-            status_response(&Status::invalid(
-                g,
-                &t.rt.kind,
-                name.unwrap_or(""),
-                vec![cause.clone(), cause],
-            ))
-        }
-        Err(WriteError::Precondition(m)) => {
-            status_response(&Status::conflict_because(g, res, name.unwrap_or(""), &m))
-        }
-        Err(WriteError::Patch(e)) => status_response(&patch_status(e)),
-    }
-}
-
-/// A patch's failure as the apiserver answers it.
-fn patch_status(e: PatchError) -> Status {
-    match e {
-        PatchError::BadRequest(m) => Status::bad_request(m),
-        PatchError::DoesNotApply => {
-            Status::new(422, "Invalid", PatchError::DoesNotApply.to_string())
-                .with_details(Details::default())
-        }
-        PatchError::NotAnObject(value) => Status::invalid(
-            "",
-            "",
-            "",
-            vec![Cause {
-                reason: "FieldValueInvalid".into(),
-                message: format!("Invalid value: {value}"),
-                field: "patch".into(),
-            }],
-        ),
-        PatchError::TooLarge(m) => Status::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: {m}"),
-        ),
-        PatchError::Unknown(m) => Status::new(500, "", m),
-    }
 }

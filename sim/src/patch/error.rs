@@ -1,7 +1,7 @@
 //! How a patch fails, whatever its format.
 
-/// How a patch failed, in the apiserver's terms; the HTTP edge turns each
-/// into its `Status`.
+/// How a patch failed, in the apiserver's terms; the HTTP edge
+/// (`api::errors`) turns each into its `Status`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PatchError {
     /// 400 BadRequest: a patch that does not decode.

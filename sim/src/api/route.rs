@@ -1,0 +1,106 @@
+//! Which part answers a request: the fault controls, the injected 500s
+//! (to all but the fault controls), discovery, then the simulated types'
+//! reads and writes; and why a request gets an error instead (`RouteError`:
+//! its own, or the part's it went to).
+
+use super::reads::{self, ReadError};
+use super::writes::{self, WriteRequestError};
+use super::{discovery, fault_controls};
+use crate::faults::FaultCommandError;
+use crate::Sim;
+use http::{header, Method, Request, Response};
+use hyper::body::Incoming;
+use kubecache::body::Body;
+use kubecache::request::accept::Accept;
+use kubecache::request::ResourcePath;
+use kubecache::resource::GroupVersionResource;
+use std::sync::Arc;
+
+/// Why a request gets an error: it reaches no part that answers it, or
+/// the part it reaches fails it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RouteError {
+    /// One of the 500s switched on at `/sim/faults` (`errors=N`).
+    #[error("injected fault")]
+    InjectedFault,
+    #[error("{0:?} is no resource's path")]
+    NotAResourcePath(String),
+    #[error("the simulator has no resource {0}")]
+    UnknownResource(GroupVersionResource),
+    /// `/status`, `/scale` and the like are not simulated.
+    #[error("the simulator has no subresource {0:?}")]
+    Subresource(String),
+    #[error("{0} is not allowed on the requested resource")]
+    MethodNotAllowed(Method),
+    #[error("switching faults")]
+    FaultControls(#[from] FaultCommandError),
+    /// A get, list or watch, with the `Accept` header its error is
+    /// answered in.
+    #[error("reading")]
+    Read {
+        #[source]
+        error: ReadError,
+        accept: Accept,
+    },
+    #[error("writing")]
+    Write(#[from] WriteRequestError),
+}
+
+/// The answer of the part a request is for, or why there is none.
+pub(super) async fn route(
+    sim: &Arc<Sim>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, RouteError> {
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    if path == "/sim/faults" {
+        return Ok(fault_controls::faults(sim, query.as_deref())?);
+    }
+    if sim.faults.take_error() {
+        return Err(RouteError::InjectedFault);
+    }
+    if let Some(answer) = discovery::answer(sim, &path) {
+        return Ok(answer);
+    }
+    let rp = ResourcePath::parse(&path).ok_or(RouteError::NotAResourcePath(path))?;
+    let Some(t) = sim.type_of(&rp.group, &rp.version, &rp.resource).cloned() else {
+        let gvr = GroupVersionResource::new(&rp.group, &rp.version, &rp.resource);
+        return Err(RouteError::UnknownResource(gvr));
+    };
+    if let Some(sub) = &rp.subresource {
+        return Err(RouteError::Subresource(sub.clone()));
+    }
+    let ns = if rp.is_namespace_object() {
+        None
+    } else {
+        rp.namespace.clone()
+    };
+    let key = rp.name.as_ref().map(|n| match &ns {
+        Some(ns) if t.rt.namespaced => format!("{ns}/{n}"),
+        _ => n.clone(),
+    });
+    if req.method() == Method::GET {
+        let text = req
+            .headers()
+            .get(header::ACCEPT)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let accept = Accept::new(text.as_deref());
+        let (ns, key, query) = (ns.as_deref(), key.as_deref(), query.as_deref());
+        return reads::read(sim, &accept, &t, &rp, ns, key, query)
+            .await
+            .map_err(|error| RouteError::Read { error, accept });
+    }
+    let write = writes::Write {
+        sim,
+        t: &t,
+        ns: ns.as_deref(),
+    };
+    let answer = match (req.method().clone(), rp.name.clone()) {
+        (Method::POST, None) => write.create(req).await,
+        (Method::PUT, Some(name)) => write.update(&name, req).await,
+        (Method::PATCH, Some(name)) => write.patch(&name, req).await,
+        (Method::DELETE, Some(name)) => write.delete(key.as_deref().unwrap_or_default(), &name),
+        (method, _) => return Err(RouteError::MethodNotAllowed(method)),
+    };
+    Ok(answer?)
+}
