@@ -93,6 +93,14 @@ async fn dropped_watches_are_resumed_without_a_relist() {
         let tc = stats(&p);
         for round in 0..3 {
             let watches = tc.stats().watches.load(Ordering::Relaxed);
+            // The reflector's watch has reached the simulator, so the drop
+            // reaches it (sent any sooner, it could overtake the request).
+            eventually(
+                "the simulator serves the watch",
+                Duration::from_secs(10),
+                || sim.sim.watches_served.load(Ordering::Relaxed) > round,
+            )
+            .await;
             fault(&sim, "dropWatches=true").await;
             eventually("the reflector re-watches", Duration::from_secs(10), || {
                 tc.stats().watches.load(Ordering::Relaxed) > watches

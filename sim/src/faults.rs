@@ -167,44 +167,70 @@ fn take_one(n: &AtomicU64) -> bool {
 /// truncated the stream and glued the next event on.
 pub const GARBAGE_LINE: &[u8] = b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\n";
 
-/// A watch's body as it reaches the client through the watch faults: it
-/// ends when watches are dropped, holds everything back (the connection
-/// open) while they are stalled, and has lines replaced with garbage while
-/// garbage is asked for. Each frame of a watch body is one event.
-pub fn watch_body(faults: Arc<Faults>, inner: Body) -> Body {
-    let mut drops = faults.drops();
-    let mut stall = faults.stall();
-    let (tx, body) = kubecache::body::channel(1);
-    tokio::spawn(async move {
-        let mut inner = inner;
-        loop {
-            if *stall.borrow_and_update() {
-                tokio::select! {
+/// The faults one watch meets, subscribed to as its request arrives: a
+/// drop or stall from then on reaches it, even one that comes before its
+/// response is under way.
+pub struct WatchFaults {
+    faults: Arc<Faults>,
+    drops: watch::Receiver<u64>,
+    stall: watch::Receiver<bool>,
+}
+
+impl WatchFaults {
+    pub fn new(faults: &Arc<Faults>) -> Self {
+        WatchFaults {
+            faults: faults.clone(),
+            drops: faults.drops(),
+            stall: faults.stall(),
+        }
+    }
+
+    /// The watch's body as it reaches the client through the faults: it
+    /// ends when watches are dropped, holds everything back (the
+    /// connection open) while they are stalled, and has lines replaced
+    /// with garbage while garbage is asked for. Each frame of a watch body
+    /// is one event.
+    pub fn body(self, inner: Body) -> Body {
+        let WatchFaults {
+            faults,
+            mut drops,
+            mut stall,
+        } = self;
+        let (tx, body) = kubecache::body::channel(1);
+        tokio::spawn(async move {
+            let mut inner = inner;
+            loop {
+                if *stall.borrow_and_update() {
+                    tokio::select! {
+                        _ = drops.changed() => return,
+                        _ = stall.changed() => continue,
+                    }
+                }
+                let frame = tokio::select! {
+                    biased;
                     _ = drops.changed() => return,
                     _ = stall.changed() => continue,
+                    frame = inner.frame() => frame,
+                };
+                let Some(Ok(frame)) = frame else { return };
+                let Ok(line) = frame.into_data() else {
+                    continue;
+                };
+                let line = if faults.take_garbage() {
+                    Bytes::from_static(GARBAGE_LINE)
+                } else {
+                    line
+                };
+                // A client that is not reading is still dropped.
+                tokio::select! {
+                    biased;
+                    _ = drops.changed() => return,
+                    sent = tx.send(line) => if sent.is_err() { return },
                 }
             }
-            let frame = tokio::select! {
-                biased;
-                _ = drops.changed() => return,
-                _ = stall.changed() => continue,
-                frame = inner.frame() => frame,
-            };
-            let Some(Ok(frame)) = frame else { return };
-            let Ok(line) = frame.into_data() else {
-                continue;
-            };
-            let line = if faults.take_garbage() {
-                Bytes::from_static(GARBAGE_LINE)
-            } else {
-                line
-            };
-            if tx.send(line).await.is_err() {
-                return;
-            }
-        }
-    });
-    body
+        });
+        body
+    }
 }
 
 #[cfg(test)]

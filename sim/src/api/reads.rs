@@ -327,6 +327,8 @@ async fn watch(
     n: Negotiated,
 ) -> Result<Response<Body>, ReadError> {
     let (t, opts) = (read.t, read.opts);
+    // Before it is counted as served: a drop from then on ends it.
+    let faults = crate::faults::WatchFaults::new(&sim.faults);
     sim.watches_served
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let sel = selection(t, opts)?;
@@ -379,8 +381,7 @@ async fn watch(
         bookmarks_after: 1,
     };
     let resp = watch::serve(t.clone(), t.codec.clone(), spec, t.rt.gvr.to_string());
-    let faults = sim.faults.clone();
-    let resp = resp.map(|b| crate::faults::watch_body(faults, b));
+    let resp = resp.map(|b| faults.body(b));
     Ok(if unconvertible {
         resp.map(|b| EndsAtFirstEvent { inner: Some(b) }.boxed_unsync())
     } else {
