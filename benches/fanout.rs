@@ -431,7 +431,7 @@ fn main() {
         .collect();
     // The same events as a file, for nginx: each pod as its update leaves
     // it (near enough: the update's managed-fields entry is left out).
-    let www = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-fanout/www");
+    let www = support::repo().join("target/bench-fanout/www");
     std::fs::create_dir_all(&www).unwrap();
     let mut events = Vec::new();
     for (seq, pod) in chosen.iter().enumerate() {

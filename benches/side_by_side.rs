@@ -143,7 +143,7 @@ fn main() {
 
     // The identical list bytes for nginx: what curl gets (indented), what a
     // client gets (compact), each also pre-compressed at level 1.
-    let work = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-side-by-side");
+    let work = support::repo().join("target/bench-side-by-side");
     let www = work.join("www");
     std::fs::create_dir_all(&www).unwrap();
     let scratch = work.join("page.json");

@@ -29,8 +29,11 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+/// The workspace's root: these benchmarks belong to the command's crate
+/// (`cli/`), beside it.
+pub fn repo() -> PathBuf {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
+    cli.parent().unwrap_or(cli).to_path_buf()
 }
 
 /// The real apiserver: the one the environment names, or our own.
