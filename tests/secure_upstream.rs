@@ -182,6 +182,35 @@ fn exec_user(script: &str) -> (String, PathBuf) {
     (user, dir)
 }
 
+/// Whether `/version` through the proxy at `url`, refused (401) while the
+/// plugin's first credential is in use, is served within 10 s.
+async fn refused_then_served(url: &str) -> bool {
+    for _ in 0..100 {
+        let status = get(&format!("{url}/version")).await.status.as_u16();
+        if status == 200 {
+            return true;
+        }
+        assert_eq!(status, 401);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Whether the namespaces' reflector syncs within 10 s, every read of
+/// them meanwhile served (by passthrough until it does).
+async fn namespaces_served_then_synced(url: &str) -> bool {
+    for _ in 0..100 {
+        let r = get(&format!("{url}/api/v1/namespaces?resourceVersion=0")).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let ready = get(&format!("{url}/readyz?verbose")).await.text();
+        if ready.contains("[+]informer-sync/v1/namespaces ok") {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 const CREDENTIAL: &str =
     r#"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":"#;
 
@@ -205,30 +234,16 @@ printf '%s{{"token":"%s"}}}}' '{CREDENTIAL}' "$t""#
         // The reflector's first list is refused and relists after a
         // backoff; the passthrough read below is refused or served,
         // depending on which came first. In the end every read is served.
-        let mut last = 0;
-        for _ in 0..100 {
-            last = get(&format!("{}/version", p.url)).await.status.as_u16();
-            if last == 200 {
-                break;
-            }
-            assert_eq!(last, 401);
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert_eq!(last, 200);
+        assert!(
+            refused_then_served(&p.url).await,
+            "the token was never replaced"
+        );
         // Discovery, refused at the start, is looked at again when a read
         // finds its type unknown: the reads after it come from the cache.
-        let mut synced = false;
-        for _ in 0..100 {
-            let r = get(&format!("{}/api/v1/namespaces?resourceVersion=0", p.url)).await;
-            assert_eq!(r.status, 200, "{}", r.text());
-            let ready = get(&format!("{}/readyz?verbose", p.url)).await.text();
-            if ready.contains("[+]informer-sync/v1/namespaces ok") {
-                synced = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert!(synced, "namespaces never synced");
+        assert!(
+            namespaces_served_then_synced(&p.url).await,
+            "namespaces never synced"
+        );
         let runs = std::fs::read_to_string(dir.join("runs")).unwrap();
         assert_eq!(runs.trim(), "2", "the plugin runs again only once refused");
     })
@@ -280,31 +295,17 @@ printf '%s{{"clientCertificateData":"%s","clientKeyData":"%s"}}}}' '{CREDENTIAL}
             .upstream(cfg)
             .start()
             .await;
-        let mut last = 0;
-        for _ in 0..100 {
-            last = get(&format!("{}/version", p.url)).await.status.as_u16();
-            if last == 200 {
-                break;
-            }
-            assert_eq!(last, 401);
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert_eq!(last, 200, "the new certificate was never presented");
+        assert!(
+            refused_then_served(&p.url).await,
+            "the new certificate was never presented"
+        );
         // The cache's client had its discovery refused on a connection
         // with the first certificate: it syncs once it no longer uses
         // that connection, nor resumes its session.
-        let mut synced = false;
-        for _ in 0..100 {
-            let r = get(&format!("{}/api/v1/namespaces?resourceVersion=0", p.url)).await;
-            assert_eq!(r.status, 200, "{}", r.text());
-            let ready = get(&format!("{}/readyz?verbose", p.url)).await.text();
-            if ready.contains("[+]informer-sync/v1/namespaces ok") {
-                synced = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert!(synced, "the cache's client kept the refused certificate");
+        assert!(
+            namespaces_served_then_synced(&p.url).await,
+            "the cache's client kept the refused certificate"
+        );
         let runs = std::fs::read_to_string(dir.join("runs")).unwrap();
         assert_eq!(runs.trim(), "2", "the plugin runs again only once refused");
     })
