@@ -16,6 +16,11 @@ const META_LIST_V1: &str = "application/json;as=PartialObjectMetadataList;g=meta
 const META_LIST_V1BETA1: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1";
 
+/// Held by each test that writes widgets: a list's resourceVersion is the
+/// type's across namespaces, so another test's write between the two reads
+/// of a comparison would tell them apart (CI saw it once).
+static WIDGETS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The same answer directly and through kubecache.
 async fn same(up: &str, kc: &str, path: &str, accept: &str) -> (u16, String) {
     let a = fetch(&format!("{up}{path}"), accept).await;
@@ -51,6 +56,7 @@ async fn same_metadata_page(up: &str, kc: &str, path: &str, accept: &str) -> Val
 async fn metadata_only_reads_equal_the_real_apiservers() {
     let up = real_apiserver();
     within(90, async {
+        let _alone = WIDGETS.lock().await;
         establish(&up, crd("widgets", "Widget", "Namespaced")).await;
         let p = start_proxy(&up).await;
         let kc = p.url.clone();
@@ -126,6 +132,7 @@ async fn metadata_only_reads_equal_the_real_apiservers() {
 async fn unusual_accept_headers_get_the_apiservers_answer() {
     let up = real_apiserver();
     within(60, async {
+        let _alone = WIDGETS.lock().await;
         establish(&up, crd("widgets", "Widget", "Namespaced")).await;
         let p = start_proxy(&up).await;
         wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
