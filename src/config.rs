@@ -1,6 +1,7 @@
 //! Configuration: the YAML file (see `config/kubecache.yaml`), overridden by
 //! flags, validated as a whole before anything binds a port.
 
+use crate::serve::auth::{AuthConfig, AuthMode};
 use crate::serve::ConsistentReads;
 use crate::store::HistoryLimits;
 use crate::upstream::kubeconfig::{self, KubeconfigError};
@@ -44,6 +45,11 @@ pub struct FileConfig {
     pub client_cert_file: Option<PathBuf>,
     pub client_key_file: Option<PathBuf>,
     pub consistent_reads: Option<ConsistentReads>,
+    /// `trust-local` (the default on a loopback address) or `authorize`
+    /// (the default on any other).
+    pub auth_mode: Option<AuthMode>,
+    /// trust-local: pass on pods' exec and attach.
+    pub allow_exec: Option<bool>,
     pub history_capacity: Option<usize>,
     pub history_window_seconds: Option<u64>,
     pub drain_seconds: Option<u64>,
@@ -58,6 +64,7 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     pub upstream: UpstreamConfig,
     pub consistent_reads: ConsistentReads,
+    pub auth: AuthConfig,
     pub history: HistoryLimits,
     pub drain: Duration,
     pub eager: Vec<crate::resource::GroupVersionResource>,
@@ -78,6 +85,7 @@ impl FileConfig {
         let listen: SocketAddr = listen_s.parse().map_err(|_| {
             ConfigError::Invalid(format!("listen address {listen_s:?} is not HOST:PORT"))
         })?;
+        let auth = auth(listen, self.auth_mode, self.allow_exec.unwrap_or(false))?;
         let picks = KubeConfigOptions {
             context: self.context,
             cluster: self.cluster,
@@ -165,10 +173,36 @@ impl FileConfig {
             listen,
             upstream,
             consistent_reads: self.consistent_reads.unwrap_or_default(),
+            auth,
             history,
             drain: Duration::from_secs(self.drain_seconds.unwrap_or(30)),
             eager,
         })
+    }
+}
+
+/// The auth mode for `listen`: a mode that serves every client with
+/// kubecache's identity only where every client is this machine's.
+fn auth(
+    listen: SocketAddr,
+    mode: Option<AuthMode>,
+    allow_exec: bool,
+) -> Result<AuthConfig, ConfigError> {
+    let loopback = listen.ip().is_loopback();
+    match mode {
+        Some(AuthMode::TrustLocal) | None if loopback => Ok(AuthConfig {
+            mode: AuthMode::TrustLocal,
+            allow_exec,
+        }),
+        Some(AuthMode::TrustLocal) => Err(ConfigError::Invalid(format!(
+            "--auth-mode trust-local serves every client with kubecache's own identity, so it listens only on a loopback address, not {listen}"
+        ))),
+        None => Err(ConfigError::Invalid(format!(
+            "{listen} is not a loopback address: serving other machines' clients needs --auth-mode authorize, which this version does not have yet (listen on a loopback address)"
+        ))),
+        Some(AuthMode::Authorize) => Err(ConfigError::Invalid(
+            "--auth-mode authorize is not in this version yet: kubecache serves only its own machine's clients, with --auth-mode trust-local on a loopback address".into(),
+        )),
     }
 }
 
@@ -252,6 +286,50 @@ mod tests {
         assert!(e.to_string().contains("nowhere"));
         assert!(parse_gvr("pods").is_err());
         assert_eq!(parse_gvr("apps/v1/deployments").unwrap().group, "apps");
+    }
+
+    #[test]
+    fn every_client_is_served_as_kubecache_only_on_loopback() {
+        let serve = |listen: &str, mode: Option<AuthMode>| {
+            FileConfig {
+                upstream: Some("http://127.0.0.1:8080".into()),
+                listen: Some(listen.into()),
+                auth_mode: mode,
+                ..Default::default()
+            }
+            .into_serve()
+            .map(|c| c.auth.mode)
+            .map_err(|e| e.to_string())
+        };
+        for listen in ["127.0.0.1:8001", "127.3.2.1:0", "[::1]:8001"] {
+            assert_eq!(serve(listen, None), Ok(AuthMode::TrustLocal), "{listen}");
+            let explicit = serve(listen, Some(AuthMode::TrustLocal));
+            assert_eq!(explicit, Ok(AuthMode::TrustLocal), "{listen}");
+        }
+        for listen in ["0.0.0.0:8001", "[::]:8001", "10.1.2.3:8001"] {
+            let e = serve(listen, Some(AuthMode::TrustLocal)).unwrap_err();
+            assert!(e.contains("only on a loopback address, not"), "{e}");
+            assert!(e.contains(listen), "{e}");
+            let e = serve(listen, None).unwrap_err();
+            assert!(e.contains("is not a loopback address"), "{e}");
+        }
+        let e = serve("127.0.0.1:8001", Some(AuthMode::Authorize)).unwrap_err();
+        assert!(e.contains("authorize is not in this version"), "{e}");
+        let file: FileConfig =
+            serde_saphyr::from_str("authMode: trust-local\nallowExec: true\n").unwrap();
+        assert_eq!(
+            (file.auth_mode, file.allow_exec),
+            (Some(AuthMode::TrustLocal), Some(true))
+        );
+        assert!(serde_saphyr::from_str::<FileConfig>("authMode: none\n").is_err());
+    }
+
+    #[test]
+    fn the_example_config_file_loads_and_validates() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/kubecache.yaml");
+        let c = FileConfig::load(&path).unwrap().into_serve().unwrap();
+        assert_eq!(c.auth, AuthConfig::default());
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8001");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! parse (request::Request::parse)
+//!   → admit (serve::auth) → kubecache's own endpoints (serve::health)
 //!   → authenticate, authorize (serve::auth)
 //!   → decide and read (serve::route::route: cache | forward, with why)
 //!       cache:   serve::read → cache (kept bodies) → store → encode

@@ -112,6 +112,24 @@ impl Status {
         .with_details(object_details(group, resource, name))
     }
 
+    /// 403, like `apierrors.NewForbidden(resource, name, err)`: `why` is
+    /// the error's text.
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let message = match (resource, name) {
+            ("", _) => format!("forbidden: {why}"),
+            (_, "") => format!(
+                "{} is forbidden: {why}",
+                qualified_resource(group, resource)
+            ),
+            _ => format!(
+                "{} {} is forbidden: {why}",
+                qualified_resource(group, resource),
+                crate::go::strconv::quote(name)
+            ),
+        };
+        Status::new(403, "Forbidden", message).with_details(object_details(group, resource, name))
+    }
+
     /// 410, like `apierrors.NewResourceExpired`.
     pub fn expired(message: impl Into<String>) -> Self {
         Status::new(410, "Expired", message)

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{kubectl, real_apiserver};
+use kubecache::serve::auth::AuthMode;
 use std::path::Path;
 
 /// Offline: kustomize reads only the files under deploy/.
@@ -84,6 +85,8 @@ fn the_standalone_overlay_renders_loads_and_is_accepted() {
     let files = config_files(&objs);
     let cfg = load_config(&files[0].1);
     assert_eq!(cfg.listen.as_deref(), Some("0.0.0.0:8001"));
+    // Serving other pods, never with its own identity for them all.
+    assert_eq!(cfg.auth_mode, Some(AuthMode::Authorize));
     assert!(
         cfg.upstream.is_none() && cfg.kubeconfig.is_none(),
         "in-cluster"
@@ -104,10 +107,9 @@ fn the_sidecar_overlay_points_its_app_at_kubecache_on_loopback() {
     let objs = objects(&yaml);
     let files = config_files(&objs);
     let cfg = files.iter().find(|(k, _)| k == "kubecache.yaml").unwrap();
-    assert_eq!(
-        load_config(&cfg.1).listen.as_deref(),
-        Some("127.0.0.1:8001")
-    );
+    let cfg = load_config(&cfg.1);
+    assert_eq!(cfg.listen.as_deref(), Some("127.0.0.1:8001"));
+    assert_eq!(cfg.auth_mode, Some(AuthMode::TrustLocal));
     let kc = files.iter().find(|(k, _)| k == "kubeconfig").unwrap();
     let dir = std::env::temp_dir().join(format!("kubecache-sidecar-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -1,5 +1,7 @@
 //! What kubecache forwards, it forwards faithfully and streaming: HTTP
-//! upgrades (exec/attach/port-forward) spliced both ways, followed logs
+//! upgrades (exec/attach/port-forward) spliced both ways (exec and attach
+//! only when allowed: trust-local refuses them by default, as `kubectl
+//! proxy` does), followed logs
 //! delivered as they come, large request bodies streamed up, the
 //! upstream's errors and headers unchanged, its own credentials instead of
 //! the client's, hop-by-hop headers dropped, and a 503 Status when the
@@ -92,7 +94,7 @@ async fn exec_upgrades_are_spliced_both_ways() {
                 .unwrap()
         })
         .await;
-        let p = start_proxy(&up).await;
+        let p = ProxyBuilder::new(&up).allow_exec().start().await;
         let req = Request::post(format!(
             "{}/api/v1/namespaces/default/pods/p/exec?command=sh&stdin=true",
             p.url
@@ -116,6 +118,46 @@ async fn exec_upgrades_are_spliced_both_ways() {
             io.read_exact(&mut buf).await.unwrap();
             assert_eq!(buf, format!("echo:{msg}").as_bytes());
         }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_and_attach_are_refused_unless_allowed_and_never_reach_the_upstream() {
+    within(30, async {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = seen.clone();
+        let up = fake_upstream(move |req: Request<Incoming>| {
+            log.lock().unwrap().push(req.uri().path().to_string());
+            async { Response::builder().body(full("{}")).unwrap() }
+        })
+        .await;
+        let p = start_proxy(&up).await;
+        for sub in ["exec", "attach"] {
+            let url = format!("{}/api/v1/namespaces/default/pods/web-1/{sub}?command=sh", p.url);
+            let r = send_with(http::Method::POST, &url, &[], Bytes::new()).await;
+            assert_eq!(r.status, 403, "{}", r.text());
+            let s = r.json();
+            assert_eq!(s["reason"], "Forbidden");
+            assert_eq!(
+                s["message"],
+                format!("pods \"web-1\" is forbidden: kubecache in trust-local mode does not pass on pods/{sub} unless it runs with --allow-exec")
+            );
+            assert_eq!(s["details"], serde_json::json!({"name": "web-1", "kind": "pods"}));
+        }
+        // Other subresources of pods are passed on.
+        let logs = send_with(
+            http::Method::GET,
+            &format!("{}/api/v1/namespaces/default/pods/web-1/log", p.url),
+            &[],
+            Bytes::new(),
+        )
+        .await;
+        assert_eq!(logs.status, 200);
+        // Discovery's requests beside it, and no exec or attach.
+        let seen = seen.lock().unwrap();
+        let pods: Vec<_> = seen.iter().filter(|p| p.contains("/pods/")).collect();
+        assert_eq!(pods, ["/api/v1/namespaces/default/pods/web-1/log"]);
     })
     .await
 }

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use kubecache::cache::Cache;
 use kubecache::cache::CacheError;
 use kubecache::config::{ConfigError, FileConfig, ServeConfig};
+use kubecache::serve::auth::AuthMode;
 use kubecache::serve::{self, ConsistentReads, ServeState};
 use kubecache::upstream::UpstreamError;
 use kubecache_sim::faults::FaultCommand;
@@ -213,6 +214,16 @@ struct ServeArgs {
     /// forward (default) or serve-stale.
     #[arg(long, value_parser = ["forward", "serve-stale"])]
     consistent_reads: Option<String>,
+    /// trust-local: every client served with kubecache's own identity, as
+    /// kubectl proxy does (loopback addresses only; the default there).
+    /// authorize: every client authenticated and authorized (not in this
+    /// version yet).
+    #[arg(long, value_parser = ["trust-local", "authorize"])]
+    auth_mode: Option<String>,
+    /// trust-local: pass on pods' exec and attach (refused otherwise, as
+    /// kubectl proxy refuses them).
+    #[arg(long)]
+    allow_exec: bool,
 }
 
 impl ServeArgs {
@@ -253,6 +264,16 @@ impl ServeArgs {
             } else {
                 ConsistentReads::Forward
             });
+        }
+        if let Some(m) = self.auth_mode {
+            file.auth_mode = Some(if m == "authorize" {
+                AuthMode::Authorize
+            } else {
+                AuthMode::TrustLocal
+            });
+        }
+        if self.allow_exec {
+            file.allow_exec = Some(true);
         }
         file.into_serve()
     }
@@ -309,6 +330,7 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
         cache,
         forward,
         consistent: cfg.consistent_reads,
+        auth: cfg.auth,
         shutting_down: AtomicBool::new(false),
         prometheus: Some(prometheus),
     });

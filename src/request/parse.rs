@@ -36,6 +36,10 @@ pub struct Request {
     pub pretty: bool,
     /// Whether the client takes gzip.
     pub gzip: bool,
+    /// The host the request was sent to: `Host`, or HTTP/2's `:authority`.
+    pub host: Option<String>,
+    /// Whether it asks to act as someone else (any `Impersonate-*` header).
+    pub impersonating: bool,
     pub identity: Identity,
 }
 
@@ -59,6 +63,14 @@ impl Request {
             resource,
             options,
             verb,
+            host: headers
+                .get(header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+                .or_else(|| uri.authority().map(|a| a.to_string())),
+            impersonating: headers
+                .keys()
+                .any(|k| k.as_str().starts_with("impersonate-")),
             identity: Identity::default(),
         }
     }
@@ -120,6 +132,21 @@ mod tests {
             Some("application/json;as=Table;g=meta.k8s.io;v=v1")
         );
         assert_eq!(r.identity, Identity::Unauthenticated);
+        assert_eq!((r.host, r.impersonating), (None, false));
+    }
+
+    #[test]
+    fn the_host_comes_from_the_header_or_the_authority_and_impersonation_from_any_of_its_headers() {
+        let r = parse(
+            Method::GET,
+            "/api",
+            &[("host", "localhost:8001"), ("impersonate-group", "x")],
+        );
+        assert_eq!(r.host.as_deref(), Some("localhost:8001"));
+        assert!(r.impersonating);
+        let h2 = parse(Method::GET, "http://[::1]:8001/api", &[]);
+        assert_eq!(h2.host.as_deref(), Some("[::1]:8001"));
+        assert!(!h2.impersonating);
     }
 
     #[test]

@@ -73,7 +73,9 @@ impl ResourcePath {
     }
 }
 
-fn percent_decode(s: &str) -> String {
+/// A path segment (or a whole path) with its `%XX` escapes decoded, as Go's
+/// `URL.Path` holds it.
+pub fn percent_decode(s: &str) -> String {
     url::form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
         .next()
         .map(|(_, v)| v.into_owned())

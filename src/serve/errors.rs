@@ -2,6 +2,7 @@
 //! the one place each error becomes the `Status` the apiserver would
 //! answer with (the HTTP edge; a watch's ERROR event is an edge too).
 
+use super::auth::AuthError;
 use super::read::ReadError;
 use super::watch::WatchError;
 use crate::cache::bodies::FinishError;
@@ -23,9 +24,9 @@ pub enum ServeError {
     /// The upstream could not be asked (a 503).
     #[error("forwarding upstream")]
     Forward(#[from] UpstreamError),
-    /// No identity to serve the request as.
-    #[error("the request has no identity to be served as")]
-    Unauthenticated,
+    /// Refused before it was decided: who it is, or what it asks.
+    #[error("authenticating or authorizing the request")]
+    Auth(#[from] AuthError),
 }
 
 impl From<&OptionsError> for Status {
@@ -100,6 +101,37 @@ impl From<&UpstreamError> for Status {
     }
 }
 
+impl From<&AuthError> for Status {
+    fn from(e: &AuthError) -> Status {
+        match e {
+            AuthError::HostNotLocal(host) => Status::forbidden(
+                "",
+                "",
+                "",
+                &format!(
+                    "kubecache in trust-local mode serves only requests for localhost or a loopback address, as kubectl proxy does; this one is for {}",
+                    host.as_deref().map_or("no host".into(), crate::go::strconv::quote)
+                ),
+            ),
+            AuthError::ExecNotAllowed { subresource, name } => Status::forbidden(
+                "",
+                "pods",
+                name,
+                &format!(
+                    "kubecache in trust-local mode does not pass on pods/{subresource} unless it runs with --allow-exec"
+                ),
+            ),
+            AuthError::Impersonation => Status::forbidden(
+                "",
+                "",
+                "",
+                "kubecache in trust-local mode does not pass on impersonation: every request through it acts as kubecache itself",
+            ),
+            AuthError::Unauthenticated => Status::new(401, "Unauthorized", "Unauthorized"),
+        }
+    }
+}
+
 impl From<&ServeError> for Status {
     fn from(e: &ServeError) -> Status {
         match e {
@@ -107,7 +139,7 @@ impl From<&ServeError> for Status {
             ServeError::Selector(e) => e.into(),
             ServeError::Read(e) => e.into(),
             ServeError::Forward(e) => e.into(),
-            ServeError::Unauthenticated => Status::new(401, "Unauthorized", "Unauthorized"),
+            ServeError::Auth(e) => e.into(),
         }
     }
 }
@@ -155,6 +187,32 @@ mod tests {
         assert_eq!(
             s.message,
             "Timeout: Too large resource version: 9, current: 3"
+        );
+    }
+
+    #[test]
+    fn refusals_are_the_apiservers_forbidden_status() {
+        let s = Status::from(&AuthError::ExecNotAllowed {
+            subresource: "exec".into(),
+            name: "web-1".into(),
+        });
+        assert_eq!((s.code, s.reason), (403, "Forbidden"));
+        assert_eq!(
+            s.message,
+            "pods \"web-1\" is forbidden: kubecache in trust-local mode does not pass on pods/exec unless it runs with --allow-exec"
+        );
+        let d = s.details.unwrap();
+        assert_eq!((d.kind.as_str(), d.name.as_str()), ("pods", "web-1"));
+        let s = Status::from(&AuthError::HostNotLocal(Some("evil.example\"".into())));
+        assert_eq!(
+            s.message,
+            "forbidden: kubecache in trust-local mode serves only requests for localhost or a loopback address, as kubectl proxy does; this one is for \"evil.example\\\"\""
+        );
+        let s = Status::from(&AuthError::HostNotLocal(None));
+        assert!(
+            s.message.ends_with("this one is for no host"),
+            "{}",
+            s.message
         );
     }
 }

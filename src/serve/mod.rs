@@ -1,12 +1,14 @@
 //! kubecache's HTTP front. Every request goes through the same phases:
 //!
 //! 1. **parse** — read once into a [`Request`] (`request::parse`);
-//! 2. kubecache's own endpoints answer theirs (`health`);
-//! 3. **authenticate** and **authorize** (`auth`);
-//! 4. **decide and read** — [`route::route`], the one place a request is
+//! 2. **admit** — whether kubecache answers it at all (`auth`: in
+//!    trust-local mode, only for a loopback host);
+//! 3. kubecache's own endpoints answer theirs (`health`);
+//! 4. **authenticate** and **authorize** (`auth`);
+//! 5. **decide and read** — [`route::route`], the one place a request is
 //!    decided: answered from the cache (`read`, `watch`), refused, or
 //!    forwarded with its reason, fallbacks found by reading included;
-//! 5. **respond** — the answer, the upstream's (`passthrough`), or the
+//! 6. **respond** — the answer, the upstream's (`passthrough`), or the
 //!    error as the apiserver's `Status` (`errors`, `respond`).
 //!
 //! `listener` accepts connections and drains them on shutdown.
@@ -42,14 +44,19 @@ use tokio::net::TcpListener;
 /// One request, phase by phase.
 pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Response<Body> {
     let mut request = Request::parse(req.method(), req.uri(), req.headers());
-    if let Some(resp) = health::local(&state, &request.path, req.uri().query()) {
-        return resp;
-    }
-    let allowed =
-        auth::authenticate(&state, &mut request).and_then(|()| auth::authorize(&state, &request));
+    let allowed = match auth::admit(&state.auth, &request) {
+        Ok(()) => {
+            if let Some(resp) = health::local(&state, &request.path, req.uri().query()) {
+                return resp;
+            }
+            auth::authenticate(&state.auth, &mut request)
+                .and_then(|()| auth::authorize(&state.auth, &request))
+        }
+        Err(e) => Err(e),
+    };
     let route = match allowed {
         Ok(()) => route::route(&state, &request).await,
-        Err(e) => Route::Refused(e),
+        Err(e) => Route::Refused(e.into()),
     };
     let (resp, served_by) = match route {
         Route::Answered(Answer::Body(body, content_type)) => {

@@ -1,6 +1,8 @@
 //! What serving shares across requests: the cache, the upstream client
-//! forwarded requests go through, and the settings they are decided by.
+//! forwarded requests go through, and the settings they are decided by
+//! (consistent reads, authentication and authorization).
 
+use super::auth::AuthConfig;
 use crate::cache::Cache;
 use crate::upstream::Upstream;
 use std::sync::atomic::AtomicBool;
@@ -23,6 +25,7 @@ pub struct ServeState {
     /// the serving runtime, unlike the cache's).
     pub forward: Arc<Upstream>,
     pub consistent: ConsistentReads,
+    pub auth: AuthConfig,
     pub shutting_down: AtomicBool,
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
 }

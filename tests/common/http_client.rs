@@ -1,6 +1,6 @@
-//! The tests' HTTP client: a request with or without a body, read whole
-//! (`send`, `get`: `Resp`), and GETs with chosen headers, left streaming
-//! (`request`) or read whole (`fetch`).
+//! The tests' HTTP client: a request with or without a body and chosen
+//! headers, read whole (`send`, `send_with`, `get`: `Resp`), and GETs with
+//! chosen headers, left streaming (`request`) or read whole (`fetch`).
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
@@ -46,21 +46,31 @@ pub async fn send_bytes(
     content_type: Option<&str>,
     body: Bytes,
 ) -> Resp {
-    let mut b = Request::builder()
+    let ct = content_type.map(|ct| ("content-type", ct));
+    send_with(method, url, ct.as_slice(), body).await
+}
+
+/// A request with these headers (beside a User-Agent and a JSON Accept,
+/// which they may replace) and a raw body, read whole.
+pub async fn send_with(method: Method, url: &str, headers: &[(&str, &str)], body: Bytes) -> Resp {
+    let mut req = Request::builder()
         .method(method)
         .uri(url)
-        .header("user-agent", "kubecache-tests")
-        .header("accept", "application/json");
-    if let Some(ct) = content_type {
-        b = b.header("content-type", ct);
+        .body(Full::new(body))
+        .unwrap();
+    let h = req.headers_mut();
+    h.insert("user-agent", "kubecache-tests".parse().unwrap());
+    h.insert("accept", "application/json".parse().unwrap());
+    for (k, v) in headers {
+        h.insert(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
     }
-    let resp = tokio::time::timeout(
-        Duration::from_secs(30),
-        client().request(b.body(Full::new(body)).unwrap()),
-    )
-    .await
-    .expect("request timed out")
-    .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let resp = tokio::time::timeout(Duration::from_secs(30), client().request(req))
+        .await
+        .expect("request timed out")
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
     let status = resp.status();
     let headers = resp.headers().clone();
     let body = resp.into_body().collect().await.unwrap().to_bytes();

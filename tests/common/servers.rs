@@ -7,6 +7,7 @@ use super::http_client::get;
 use http::Method;
 use kubecache::cache::Cache;
 use kubecache::reflector::ReflectorConfig;
+use kubecache::serve::auth::AuthConfig;
 use kubecache::serve::{ConsistentReads, ServeState};
 use kubecache::store::HistoryLimits;
 use kubecache::upstream::{Upstream, UpstreamConfig};
@@ -83,6 +84,7 @@ pub struct ProxyBuilder {
     upstream: UpstreamConfig,
     consistent: ConsistentReads,
     reflector: ReflectorConfig,
+    auth: AuthConfig,
 }
 
 impl ProxyBuilder {
@@ -91,7 +93,13 @@ impl ProxyBuilder {
             upstream: UpstreamConfig::new(upstream).expect("a test upstream's URL"),
             consistent: ConsistentReads::Forward,
             reflector: ReflectorConfig::default(),
+            auth: AuthConfig::default(),
         }
+    }
+    /// trust-local's exec and attach (refused by default).
+    pub fn allow_exec(mut self) -> Self {
+        self.auth.allow_exec = true;
+        self
     }
     /// Credentials and CA for an https upstream.
     pub fn upstream(mut self, u: UpstreamConfig) -> Self {
@@ -108,7 +116,7 @@ impl ProxyBuilder {
         self
     }
     pub async fn start(self) -> Proxy {
-        proxy(&self.upstream, self.consistent, self.reflector).await
+        proxy(&self.upstream, self.consistent, self.reflector, self.auth).await
     }
 }
 
@@ -116,6 +124,7 @@ async fn proxy(
     upstream: &UpstreamConfig,
     consistent: ConsistentReads,
     reflector: ReflectorConfig,
+    auth: AuthConfig,
 ) -> Proxy {
     let cache = Cache::new(upstream, HistoryLimits::default(), reflector).unwrap();
     // An upstream that refuses us is a scenario too: discovery then stays
@@ -129,6 +138,7 @@ async fn proxy(
         cache: cache.clone(),
         forward: Upstream::new(upstream).unwrap(),
         consistent,
+        auth,
         shutting_down: AtomicBool::new(false),
         prometheus: None,
     });

@@ -1,0 +1,69 @@
+//! `kubecache serve` refuses to start, exit 64 and one line saying why,
+//! where it would serve other machines' clients with its own identity:
+//! on an address that is not loopback (trust-local is loopback only, and
+//! authorize, the mode for other addresses, is not in this version yet).
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `kubecache serve` with these flags: its exit code and stderr. One
+/// that starts after all is stopped after 10 s, and fails the test.
+fn serve(flags: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubecache"))
+        .arg("serve")
+        .args(["--upstream", "http://127.0.0.1:1"])
+        .args(flags)
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubecache runs");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("kubecache serve {flags:?} started");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status.code(), stderr)
+}
+
+#[test]
+fn serving_every_client_as_kubecache_is_refused_off_loopback() {
+    for (flags, words) in [
+        (
+            &["--listen", "0.0.0.0:0"][..],
+            "0.0.0.0:0 is not a loopback address",
+        ),
+        (
+            &["--listen", "[::]:0", "--auth-mode", "trust-local"][..],
+            "only on a loopback address, not [::]:0",
+        ),
+        (
+            &["--listen", "127.0.0.1:0", "--auth-mode", "authorize"][..],
+            "--auth-mode authorize is not in this version yet",
+        ),
+    ] {
+        let (code, stderr) = serve(flags);
+        assert_eq!(code, Some(64), "{flags:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{flags:?}: {stderr}");
+        assert!(stderr.starts_with("kubecache: "), "{stderr}");
+        assert!(stderr.contains(words), "{flags:?}: {stderr}");
+    }
+    let (code, stderr) = serve(&["--listen", "127.0.0.1:0", "--auth-mode", "none"]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(stderr.contains("none"), "{stderr}");
+}
