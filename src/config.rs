@@ -2,6 +2,7 @@
 //! flags, validated as a whole before anything binds a port.
 
 use crate::serve::auth::{AuthConfig, AuthMode};
+use crate::serve::tls::{ServingCert, TlsError, TlsFiles};
 use crate::serve::ConsistentReads;
 use crate::store::HistoryLimits;
 use crate::upstream::kubeconfig::{self, KubeconfigError};
@@ -10,6 +11,7 @@ use kube_client::config::KubeConfigOptions;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +30,8 @@ pub enum ConfigError {
     Kubeconfig(#[from] KubeconfigError),
     #[error("{0}")]
     Upstream(#[from] UpstreamError),
+    #[error("serving TLS: {0}")]
+    Tls(#[from] TlsError),
 }
 
 /// The file's shape; every field optional so flags can fill the gaps.
@@ -50,6 +54,9 @@ pub struct FileConfig {
     pub auth_mode: Option<AuthMode>,
     /// trust-local: pass on pods' exec and attach.
     pub allow_exec: Option<bool>,
+    /// Serve TLS with this certificate (and chain), PEM; with the key.
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_private_key_file: Option<PathBuf>,
     pub history_capacity: Option<usize>,
     pub history_window_seconds: Option<u64>,
     pub drain_seconds: Option<u64>,
@@ -65,6 +72,8 @@ pub struct ServeConfig {
     pub upstream: UpstreamConfig,
     pub consistent_reads: ConsistentReads,
     pub auth: AuthConfig,
+    /// The serving certificate, loaded (and reloaded as its files change).
+    pub tls: Option<Arc<ServingCert>>,
     pub history: HistoryLimits,
     pub drain: Duration,
     pub eager: Vec<crate::resource::GroupVersionResource>,
@@ -86,6 +95,15 @@ impl FileConfig {
             ConfigError::Invalid(format!("listen address {listen_s:?} is not HOST:PORT"))
         })?;
         let auth = auth(listen, self.auth_mode, self.allow_exec.unwrap_or(false))?;
+        let tls = match (self.tls_cert_file, self.tls_private_key_file) {
+            (Some(cert), Some(key)) => Some(ServingCert::load(&TlsFiles { cert, key })?),
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::Invalid(
+                    "give --tls-cert-file and --tls-private-key-file together".into(),
+                ))
+            }
+        };
         let picks = KubeConfigOptions {
             context: self.context,
             cluster: self.cluster,
@@ -174,6 +192,7 @@ impl FileConfig {
             upstream,
             consistent_reads: self.consistent_reads.unwrap_or_default(),
             auth,
+            tls,
             history,
             drain: Duration::from_secs(self.drain_seconds.unwrap_or(30)),
             eager,

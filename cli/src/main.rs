@@ -69,7 +69,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the proxy in front of an apiserver.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run the simulated apiserver.
     Sim(SimArgs),
     /// The simulator loaded with realistic objects and the proxy in front of it.
@@ -224,6 +224,13 @@ struct ServeArgs {
     /// kubectl proxy refuses them).
     #[arg(long)]
     allow_exec: bool,
+    /// Serve HTTPS (HTTP/2 and HTTP/1.1) with this certificate, PEM (the
+    /// server's first, then its chain); reloaded when the file changes.
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's private key, PEM.
+    #[arg(long)]
+    tls_private_key_file: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -275,6 +282,8 @@ impl ServeArgs {
         if self.allow_exec {
             file.allow_exec = Some(true);
         }
+        file.tls_cert_file = self.tls_cert_file.or(file.tls_cert_file);
+        file.tls_private_key_file = self.tls_private_key_file.or(file.tls_private_key_file);
         file.into_serve()
     }
 }
@@ -334,8 +343,9 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
         shutting_down: AtomicBool::new(false),
         prometheus: Some(prometheus),
     });
-    tracing::info!(listen = %bound, upstream = %cfg.upstream.url, "kubecache serving");
-    serve::run(listener, state, shutdown_signal(), cfg.drain).await;
+    let scheme = if cfg.tls.is_some() { "https" } else { "http" };
+    tracing::info!(listen = %bound, %scheme, auth_mode = cfg.auth.mode.as_str(), upstream = %cfg.upstream.url, "kubecache serving");
+    serve::run(listener, cfg.tls, state, shutdown_signal(), cfg.drain).await;
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! `kubecache serve` refuses to start, exit 64 and one line saying why,
 //! where it would serve other machines' clients with its own identity:
 //! on an address that is not loopback (trust-local is loopback only, and
-//! authorize, the mode for other addresses, is not in this version yet).
+//! authorize, the mode for other addresses, is not in this version yet),
+//! or with a serving certificate that cannot serve.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -61,6 +62,33 @@ fn serving_every_client_as_kubecache_is_refused_off_loopback() {
         assert_eq!(code, Some(64), "{flags:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{flags:?}: {stderr}");
         assert!(stderr.starts_with("kubecache: "), "{stderr}");
+        assert!(stderr.contains(words), "{flags:?}: {stderr}");
+    }
+    // A serving certificate that cannot serve is found before binding.
+    for (flags, words) in [
+        (
+            &[
+                "--listen",
+                "127.0.0.1:0",
+                "--tls-cert-file",
+                "/nonexistent/c.pem",
+            ][..],
+            "give --tls-cert-file and --tls-private-key-file together",
+        ),
+        (
+            &[
+                "--listen",
+                "127.0.0.1:0",
+                "--tls-cert-file",
+                "/nonexistent/c.pem",
+                "--tls-private-key-file",
+                "/nonexistent/k.pem",
+            ][..],
+            "serving TLS: reading /nonexistent/c.pem",
+        ),
+    ] {
+        let (code, stderr) = serve(flags);
+        assert_eq!(code, Some(64), "{flags:?}: {stderr}");
         assert!(stderr.contains(words), "{flags:?}: {stderr}");
     }
     let (code, stderr) = serve(&["--listen", "127.0.0.1:0", "--auth-mode", "none"]);

@@ -28,6 +28,7 @@ pub async fn run(
 ) {
     kubecache::serve::listener::serve_http(
         listener,
+        None,
         move |req| api::handle(sim.clone(), req),
         shutdown,
         Duration::from_secs(5),

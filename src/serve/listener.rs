@@ -1,6 +1,7 @@
-//! The accept loop: HTTP/1 and h2c on one listener, upgrades allowed, open
-//! connections given up to a drain deadline after shutdown. kubecache's
-//! front and the simulator both serve through it.
+//! The accept loop: HTTP/1 and h2c on one listener, or HTTP/1.1 and HTTP/2
+//! over TLS (ALPN); upgrades allowed; open connections given up to a drain
+//! deadline after shutdown. kubecache's front and the simulator both serve
+//! through it.
 
 use crate::body::Body;
 use http::{Request, Response};
@@ -9,13 +10,72 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-/// Serves `handler` on `listener` until `shutdown` resolves; then stops
-/// accepting and gives open connections up to `drain` to finish.
+/// How long a client has to finish its TLS handshake (the apiserver's
+/// `http.Server` has no such limit but a 10 s read-header timeout, which a
+/// handshake counts against in Go's reading of a connection).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What Go's `net/http` writes to a plain HTTP request sent to its TLS
+/// port before closing the connection.
+const PLAIN_HTTP_ANSWER: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+
+/// Writes [`PLAIN_HTTP_ANSWER`] and closes, reading what the client sent
+/// meanwhile (for up to a second, 64 KiB at most): closed with its request
+/// unread, the connection would be reset, and the answer lost with it.
+async fn answer_plain_http(mut stream: tokio::net::TcpStream) {
+    if stream.write_all(PLAIN_HTTP_ANSWER).await.is_err() {
+        return;
+    }
+    let _ = stream.shutdown().await;
+    let drain = async {
+        let mut buf = [0u8; 4096];
+        let mut left = 64 * 1024;
+        while left > 0 {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left -= n.min(left),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+}
+
+/// Whether the connection opens with what Go's
+/// `tlsRecordHeaderLooksLikeHTTP` takes for plain HTTP rather than a TLS
+/// record (its first five bytes), waiting for them no longer than a
+/// handshake may take.
+async fn plain_http(stream: &tokio::net::TcpStream) -> bool {
+    let mut head = [0u8; 5];
+    let peek = async {
+        loop {
+            match stream.peek(&mut head).await {
+                Ok(n) if n >= 5 => return true,
+                // Closed, or nothing more to come: let the handshake fail.
+                Ok(0) | Err(_) => return false,
+                // A TLS record starts with 0x16; one byte tells.
+                Ok(_) if head[0] == 0x16 => return false,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    };
+    matches!(
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, peek).await,
+        Ok(true)
+    ) && matches!(&head, b"GET /" | b"HEAD " | b"POST " | b"PUT /" | b"OPTIO")
+}
+
+/// Serves `handler` on `listener` (over TLS with `tls`) until `shutdown`
+/// resolves; then stops accepting and gives open connections up to
+/// `drain` to finish.
 pub async fn serve_http<F, Fut>(
     listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
     handler: F,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
@@ -46,10 +106,37 @@ pub async fn serve_http<F, Fut>(
                     let h = h.clone();
                     async move { Ok::<_, Infallible>(h(req).await) }
                 });
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
-                let conn = graceful.watch(conn.into_owned());
+                let builder = builder.clone();
+                let watcher = graceful.watcher();
+                let tls = tls.clone().map(tokio_rustls::TlsAcceptor::from);
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
+                    let ended = match tls {
+                        None => {
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+                            watcher.watch(conn.into_owned()).await
+                        }
+                        Some(acceptor) => {
+                            if plain_http(&stream).await {
+                                // As Go's net/http answers it, and the apiserver with it.
+                                answer_plain_http(stream).await;
+                                return;
+                            }
+                            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                                Ok(Ok(s)) => s,
+                                Ok(Err(e)) => {
+                                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                                    return;
+                                }
+                                Err(_) => {
+                                    tracing::debug!(%peer, "TLS handshake timed out");
+                                    return;
+                                }
+                            };
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+                            watcher.watch(conn.into_owned()).await
+                        }
+                    };
+                    if let Err(e) = ended {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");
                     }
                 });

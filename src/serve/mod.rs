@@ -11,7 +11,8 @@
 //! 6. **respond** — the answer, the upstream's (`passthrough`), or the
 //!    error as the apiserver's `Status` (`errors`, `respond`).
 //!
-//! `listener` accepts connections and drains them on shutdown.
+//! `listener` accepts connections (over TLS with `tls`) and drains them on
+//! shutdown.
 
 pub mod auth;
 pub mod errors;
@@ -22,6 +23,7 @@ pub mod read;
 pub mod respond;
 pub mod route;
 pub mod state;
+pub mod tls;
 pub mod watch;
 
 pub use state::{ConsistentReads, ServeState};
@@ -98,10 +100,12 @@ fn error(request: &Request, e: &ServeError) -> Response<Body> {
     }
 }
 
-/// Serves kubecache until `shutdown` resolves; then fails readyz, stops
-/// accepting and drains.
+/// Serves kubecache (over TLS with `tls`, its files reloaded as they
+/// change) until `shutdown` resolves; then fails readyz, stops accepting
+/// and drains.
 pub async fn run(
     listener: TcpListener,
+    tls: Option<Arc<tls::ServingCert>>,
     state: Arc<ServeState>,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
@@ -111,8 +115,13 @@ pub async fn run(
         shutdown.await;
         st.shutting_down.store(true, Ordering::Release);
     };
+    let tls = tls.map(|cert| {
+        cert.keep_reloading();
+        cert.server_config()
+    });
     listener::serve_http(
         listener,
+        tls,
         move |req| handle(state.clone(), req),
         shutdown,
         drain,

@@ -8,6 +8,7 @@ use http::Method;
 use kubecache::cache::Cache;
 use kubecache::reflector::ReflectorConfig;
 use kubecache::serve::auth::AuthConfig;
+use kubecache::serve::tls::ServingCert;
 use kubecache::serve::{ConsistentReads, ServeState};
 use kubecache::store::HistoryLimits;
 use kubecache::upstream::{Upstream, UpstreamConfig};
@@ -85,6 +86,7 @@ pub struct ProxyBuilder {
     consistent: ConsistentReads,
     reflector: ReflectorConfig,
     auth: AuthConfig,
+    tls: Option<Arc<ServingCert>>,
 }
 
 impl ProxyBuilder {
@@ -94,7 +96,13 @@ impl ProxyBuilder {
             consistent: ConsistentReads::Forward,
             reflector: ReflectorConfig::default(),
             auth: AuthConfig::default(),
+            tls: None,
         }
+    }
+    /// Serve HTTPS with this certificate (reloaded as its files change).
+    pub fn tls(mut self, cert: Arc<ServingCert>) -> Self {
+        self.tls = Some(cert);
+        self
     }
     /// trust-local's exec and attach (refused by default).
     pub fn allow_exec(mut self) -> Self {
@@ -116,17 +124,12 @@ impl ProxyBuilder {
         self
     }
     pub async fn start(self) -> Proxy {
-        proxy(&self.upstream, self.consistent, self.reflector, self.auth).await
+        proxy(self).await
     }
 }
 
-async fn proxy(
-    upstream: &UpstreamConfig,
-    consistent: ConsistentReads,
-    reflector: ReflectorConfig,
-    auth: AuthConfig,
-) -> Proxy {
-    let cache = Cache::new(upstream, HistoryLimits::default(), reflector).unwrap();
+async fn proxy(b: ProxyBuilder) -> Proxy {
+    let cache = Cache::new(&b.upstream, HistoryLimits::default(), b.reflector).unwrap();
     // An upstream that refuses us is a scenario too: discovery then stays
     // empty and every request is forwarded.
     if let Err(e) = cache.refresh_discovery().await {
@@ -136,15 +139,17 @@ async fn proxy(
     let addr = listener.local_addr().unwrap();
     let state = Arc::new(ServeState {
         cache: cache.clone(),
-        forward: Upstream::new(upstream).unwrap(),
-        consistent,
-        auth,
+        forward: Upstream::new(&b.upstream).unwrap(),
+        consistent: b.consistent,
+        auth: b.auth,
         shutting_down: AtomicBool::new(false),
         prometheus: None,
     });
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let scheme = if b.tls.is_some() { "https" } else { "http" };
     tokio::spawn(kubecache::serve::run(
         listener,
+        b.tls,
         state,
         async {
             let _ = rx.await;
@@ -152,7 +157,7 @@ async fn proxy(
         Duration::from_secs(1),
     ));
     Proxy {
-        url: format!("http://{addr}"),
+        url: format!("{scheme}://{addr}"),
         addr,
         cache,
         _stop: tx,
