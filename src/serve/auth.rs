@@ -109,8 +109,8 @@ pub fn authorize(auth: &AuthConfig, request: &Request) -> Result<(), AuthError> 
 /// The pod and subresource when `path` names a pod's exec or attach, read
 /// as loosely as any server on the way might read it: percent-decoded,
 /// both as written (empty and `.` segments aside) and cleaned as Go's
-/// `path.Clean` cleans it. Refusing a path no server would route to exec is harmless;
-/// missing one that it would is not.
+/// `path.Clean` cleans it. Refusing a path no server would route to exec
+/// is harmless; missing one that it would is not.
 fn pod_exec_or_attach(path: &str) -> Option<(String, String)> {
     let decoded = percent_decode(path);
     [decoded.clone(), crate::go::path::clean(&decoded)]
