@@ -85,19 +85,31 @@ async fn a_request_for_a_host_that_is_not_loopback_is_refused_and_does_nothing()
     .await
 }
 
+/// What the proxy answers to `raw`, sent as is on a new connection.
+async fn raw_exchange(addr: std::net::SocketAddr, raw: &str) -> String {
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    conn.write_all(raw.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).await.unwrap();
+    answer
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_without_a_host_is_refused() {
+async fn a_request_without_a_host_or_for_another_host_in_its_target_is_refused() {
     within(30, async {
         let sim = SimBuilder::new().start().await;
         let p = start_proxy(&sim.url).await;
-        let mut conn = tokio::net::TcpStream::connect(p.addr).await.unwrap();
-        conn.write_all(b"GET /api/v1/namespaces HTTP/1.0\r\n\r\n")
-            .await
-            .unwrap();
-        let mut answer = String::new();
-        conn.read_to_string(&mut answer).await.unwrap();
+        let answer = raw_exchange(p.addr, "GET /api/v1/namespaces HTTP/1.0\r\n\r\n").await;
         assert!(answer.starts_with("HTTP/1.0 403"), "{answer}");
         assert!(answer.contains("this one is for no host"), "{answer}");
+        // An absolute-form target names the host, whatever Host says.
+        let answer = raw_exchange(
+            p.addr,
+            "GET http://evil.example/api/v1/namespaces HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        assert!(answer.contains("this one is for \\\"evil.example\\\""), "{answer}");
     })
     .await
 }

@@ -36,7 +36,8 @@ pub struct Request {
     pub pretty: bool,
     /// Whether the client takes gzip.
     pub gzip: bool,
-    /// The host the request was sent to: `Host`, or HTTP/2's `:authority`.
+    /// The host the request was sent to: the request target's authority
+    /// (HTTP/2's `:authority`, HTTP/1's absolute form), else `Host`.
     pub host: Option<String>,
     /// Whether it asks to act as someone else (any `Impersonate-*` header).
     pub impersonating: bool,
@@ -63,11 +64,14 @@ impl Request {
             resource,
             options,
             verb,
-            host: headers
-                .get(header::HOST)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-                .or_else(|| uri.authority().map(|a| a.to_string())),
+            // An authority in the request target wins over Host, as RFC
+            // 9112 §3.2.2 (and Go's net/http) read an absolute-form target.
+            host: uri.authority().map(|a| a.to_string()).or_else(|| {
+                headers
+                    .get(header::HOST)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            }),
             impersonating: headers
                 .keys()
                 .any(|k| k.as_str().starts_with("impersonate-")),
@@ -146,6 +150,12 @@ mod tests {
         assert!(r.impersonating);
         let h2 = parse(Method::GET, "http://[::1]:8001/api", &[]);
         assert_eq!(h2.host.as_deref(), Some("[::1]:8001"));
+        let absolute = parse(
+            Method::GET,
+            "http://evil.example/api",
+            &[("host", "localhost")],
+        );
+        assert_eq!(absolute.host.as_deref(), Some("evil.example"));
         assert!(!h2.impersonating);
     }
 

@@ -15,9 +15,10 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-/// How long a client has to finish its TLS handshake (the apiserver's
-/// `http.Server` has no such limit but a 10 s read-header timeout, which a
-/// handshake counts against in Go's reading of a connection).
+/// How long a client has to finish its TLS handshake: our own limit, so
+/// that a client that opens connections and never completes them holds
+/// none for long (connection-level timeouts beyond it come with the
+/// reliability work).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What Go's `net/http` writes to a plain HTTP request sent to its TLS
