@@ -1,8 +1,9 @@
 //! Configuration: the YAML file (see `config/kubecache.yaml`), overridden by
 //! flags, validated as a whole before anything binds a port.
 
+use crate::access::AccessConfig;
 use crate::serve::auth::{AuthConfig, AuthMode};
-use crate::serve::tls::{ServingCert, TlsError, TlsFiles};
+use crate::serve::tls::{self as serving_tls, ServingCert, TlsError, TlsFiles, TlsServing};
 use crate::serve::ConsistentReads;
 use crate::store::HistoryLimits;
 use crate::upstream::kubeconfig::{self, KubeconfigError};
@@ -11,7 +12,6 @@ use kube_client::config::KubeConfigOptions;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +54,22 @@ pub struct FileConfig {
     pub auth_mode: Option<AuthMode>,
     /// trust-local: pass on pods' exec and attach.
     pub allow_exec: Option<bool>,
+    /// authorize: whether a request without credentials is
+    /// `system:anonymous` (the default) or a 401.
+    pub anonymous_auth: Option<bool>,
+    /// authorize: the CA that client certificates are verified against.
+    pub client_ca_file: Option<PathBuf>,
+    /// authorize: the audiences a client's token must be for.
+    #[serde(default)]
+    pub authentication_token_audiences: Vec<String>,
+    /// authorize: how long token reviews are kept (a Go duration, `2m`).
+    pub authentication_token_cache_ttl: Option<String>,
+    /// authorize: how long allowed decisions are kept (`5m`).
+    pub authorization_cache_authorized_ttl: Option<String>,
+    /// authorize: how long refusals are kept (`30s`).
+    pub authorization_cache_unauthorized_ttl: Option<String>,
+    /// authorize: at most this many token reviews, and as many decisions.
+    pub review_cache_entries: Option<u64>,
     /// Serve TLS with this certificate (and chain), PEM; with the key.
     pub tls_cert_file: Option<PathBuf>,
     pub tls_private_key_file: Option<PathBuf>,
@@ -72,8 +88,9 @@ pub struct ServeConfig {
     pub upstream: UpstreamConfig,
     pub consistent_reads: ConsistentReads,
     pub auth: AuthConfig,
-    /// The serving certificate, loaded (and reloaded as its files change).
-    pub tls: Option<Arc<ServingCert>>,
+    /// The serving certificate, loaded (and reloaded as its files change),
+    /// and the client CA's verifier.
+    pub tls: Option<TlsServing>,
     pub history: HistoryLimits,
     pub drain: Duration,
     pub eager: Vec<crate::resource::GroupVersionResource>,
@@ -89,14 +106,19 @@ impl FileConfig {
         })
     }
 
-    pub fn into_serve(self) -> Result<ServeConfig, ConfigError> {
-        let listen_s = self.listen.unwrap_or_else(|| "127.0.0.1:8001".into());
+    pub fn into_serve(mut self) -> Result<ServeConfig, ConfigError> {
+        let listen_s = self
+            .listen
+            .take()
+            .unwrap_or_else(|| "127.0.0.1:8001".into());
         let listen: SocketAddr = listen_s.parse().map_err(|_| {
             ConfigError::Invalid(format!("listen address {listen_s:?} is not HOST:PORT"))
         })?;
-        let auth = auth(listen, self.auth_mode, self.allow_exec.unwrap_or(false))?;
-        let tls = match (self.tls_cert_file, self.tls_private_key_file) {
-            (Some(cert), Some(key)) => Some(ServingCert::load(&TlsFiles { cert, key })?),
+        let cert = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => Some(ServingCert::load(&TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            })?),
             (None, None) => None,
             _ => {
                 return Err(ConfigError::Invalid(
@@ -105,9 +127,9 @@ impl FileConfig {
             }
         };
         let picks = KubeConfigOptions {
-            context: self.context,
-            cluster: self.cluster,
-            user: self.user,
+            context: self.context.take(),
+            cluster: self.cluster.take(),
+            user: self.user.take(),
         };
         let picked = picks.context.is_some() || picks.cluster.is_some() || picks.user.is_some();
         let files = [
@@ -116,7 +138,7 @@ impl FileConfig {
             &self.client_cert_file,
             &self.client_key_file,
         ];
-        let upstream = match (self.upstream, self.kubeconfig) {
+        let upstream = match (self.upstream.take(), self.kubeconfig.take()) {
             (Some(_), Some(_)) => {
                 return Err(ConfigError::Invalid(
                     "give either --upstream or --kubeconfig, not both".into(),
@@ -169,6 +191,12 @@ impl FileConfig {
                 }
             }
         };
+        let auth = self.auth(listen, cert.is_some(), &upstream)?;
+        let clients = match &auth.client_ca {
+            Some(ca) => Some(serving_tls::client_verifier(ca)?),
+            None => None,
+        };
+        let tls = cert.map(|cert| TlsServing { cert, clients });
         let defaults = HistoryLimits::default();
         let history = HistoryLimits {
             capacity: self.history_capacity.unwrap_or(defaults.capacity),
@@ -200,28 +228,84 @@ impl FileConfig {
     }
 }
 
-/// The auth mode for `listen`: a mode that serves every client with
-/// kubecache's identity only where every client is this machine's.
-fn auth(
-    listen: SocketAddr,
-    mode: Option<AuthMode>,
-    allow_exec: bool,
-) -> Result<AuthConfig, ConfigError> {
-    let loopback = listen.ip().is_loopback();
-    match mode {
-        Some(AuthMode::TrustLocal) | None if loopback => Ok(AuthConfig {
-            mode: AuthMode::TrustLocal,
-            allow_exec,
-        }),
-        Some(AuthMode::TrustLocal) => Err(ConfigError::Invalid(format!(
-            "--auth-mode trust-local serves every client with kubecache's own identity, so it listens only on a loopback address, not {listen}"
-        ))),
-        None => Err(ConfigError::Invalid(format!(
-            "{listen} is not a loopback address: serving other machines' clients needs --auth-mode authorize, which this version does not have yet (listen on a loopback address)"
-        ))),
-        Some(AuthMode::Authorize) => Err(ConfigError::Invalid(
-            "--auth-mode authorize is not in this version yet: kubecache serves only its own machine's clients, with --auth-mode trust-local on a loopback address".into(),
-        )),
+/// The auth mode for `listen` and its settings, checked as a whole: a
+/// mode that serves every client with kubecache's identity only where
+/// every client is this machine's; one that forwards each client's own
+/// credentials only to an upstream that checks them.
+impl FileConfig {
+    fn auth(
+        &self,
+        listen: SocketAddr,
+        tls: bool,
+        upstream: &UpstreamConfig,
+    ) -> Result<AuthConfig, ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(m));
+        let loopback = listen.ip().is_loopback();
+        let mode = match self.auth_mode {
+            Some(m) => m,
+            None if loopback => AuthMode::TrustLocal,
+            None => AuthMode::Authorize,
+        };
+        let ttl = |flag: &str, v: &Option<String>, default: Duration| match v {
+            None => Ok(default),
+            Some(s) => crate::go::time::parse_duration(s).ok_or_else(|| {
+                ConfigError::Invalid(format!("--{flag} {s:?} is not a duration (like 30s, 5m)"))
+            }),
+        };
+        let d = AccessConfig::default();
+        let access = AccessConfig {
+            audiences: self.authentication_token_audiences.clone(),
+            token_ttl: ttl(
+                "authentication-token-webhook-cache-ttl",
+                &self.authentication_token_cache_ttl,
+                d.token_ttl,
+            )?,
+            allowed_ttl: ttl(
+                "authorization-webhook-cache-authorized-ttl",
+                &self.authorization_cache_authorized_ttl,
+                d.allowed_ttl,
+            )?,
+            denied_ttl: ttl(
+                "authorization-webhook-cache-unauthorized-ttl",
+                &self.authorization_cache_unauthorized_ttl,
+                d.denied_ttl,
+            )?,
+            max_entries: self.review_cache_entries.unwrap_or(d.max_entries),
+        };
+        let auth = AuthConfig {
+            mode,
+            allow_exec: self.allow_exec.unwrap_or(false),
+            anonymous: self.anonymous_auth.unwrap_or(true),
+            client_ca: self.client_ca_file.clone(),
+            access,
+        };
+        match mode {
+            AuthMode::TrustLocal if !loopback => invalid(format!(
+                "--auth-mode trust-local serves every client with kubecache's own identity, so it listens only on a loopback address, not {listen}"
+            )),
+            AuthMode::TrustLocal
+                if self.client_ca_file.is_some()
+                    || self.anonymous_auth.is_some()
+                    || !self.authentication_token_audiences.is_empty() =>
+            {
+                invalid("--client-ca-file, --anonymous-auth and --authentication-token-audiences go with --auth-mode authorize".into())
+            }
+            AuthMode::TrustLocal => Ok(auth),
+            AuthMode::Authorize if self.allow_exec.is_some() => invalid(
+                "--allow-exec is for trust-local mode; in authorize mode the upstream decides exec and attach for each client".into(),
+            ),
+            AuthMode::Authorize if !upstream.url.starts_with("https://") => invalid(format!(
+                "--auth-mode authorize forwards each client's own credentials, which the plain-http upstream {} does not check: give an https upstream",
+                upstream.url
+            )),
+            AuthMode::Authorize if !tls && !loopback => invalid(format!(
+                "--auth-mode authorize on {listen} needs --tls-cert-file and --tls-private-key-file: clients send tokens and certificates only over TLS"
+            )),
+            AuthMode::Authorize if self.client_ca_file.is_some() && !tls => invalid(
+                "--client-ca-file needs --tls-cert-file and --tls-private-key-file: client certificates come with TLS".into(),
+            ),
+            AuthMode::Authorize => Ok(auth),
+        }
     }
 }
 
@@ -329,11 +413,11 @@ mod tests {
             let e = serve(listen, Some(AuthMode::TrustLocal)).unwrap_err();
             assert!(e.contains("only on a loopback address, not"), "{e}");
             assert!(e.contains(listen), "{e}");
+            // Off loopback, authorize is the default; it forwards each
+            // client's credentials, so only to an upstream that checks them.
             let e = serve(listen, None).unwrap_err();
-            assert!(e.contains("is not a loopback address"), "{e}");
+            assert!(e.contains("which the plain-http upstream"), "{e}");
         }
-        let e = serve("127.0.0.1:8001", Some(AuthMode::Authorize)).unwrap_err();
-        assert!(e.contains("authorize is not in this version"), "{e}");
         let file: FileConfig =
             serde_saphyr::from_str("authMode: trust-local\nallowExec: true\n").unwrap();
         assert_eq!(
@@ -341,6 +425,41 @@ mod tests {
             (Some(AuthMode::TrustLocal), Some(true))
         );
         assert!(serde_saphyr::from_str::<FileConfig>("authMode: none\n").is_err());
+    }
+
+    #[test]
+    fn authorize_mode_needs_an_https_upstream_and_tls_off_loopback_and_its_flags_need_it() {
+        let serve = |yaml: &str| {
+            let mut file: FileConfig = serde_saphyr::from_str(yaml).unwrap();
+            file.upstream.get_or_insert("https://127.0.0.1:6443".into());
+            file.into_serve().map(|c| c.auth).map_err(|e| e.to_string())
+        };
+        let local = serve("authMode: authorize\n").unwrap();
+        assert_eq!(local.mode, AuthMode::Authorize);
+        assert!(local.anonymous);
+        assert_eq!(local.access, AccessConfig::default());
+        let e = serve("listen: 0.0.0.0:8443\n").unwrap_err();
+        assert!(e.contains("needs --tls-cert-file"), "{e}");
+        let e = serve("authMode: authorize\nclientCaFile: /ca.crt\n").unwrap_err();
+        assert!(e.contains("client certificates come with TLS"), "{e}");
+        let e = serve("authMode: authorize\nallowExec: true\n").unwrap_err();
+        assert!(e.contains("--allow-exec is for trust-local"), "{e}");
+        let e = serve("anonymousAuth: false\n").unwrap_err();
+        assert!(e.contains("go with --auth-mode authorize"), "{e}");
+        let tuned = serve(
+            "authMode: authorize\nanonymousAuth: false\nauthenticationTokenAudiences: [kubecache]\n\
+             authenticationTokenCacheTtl: 10s\nauthorizationCacheAuthorizedTtl: 1m30s\n\
+             authorizationCacheUnauthorizedTtl: 500ms\nreviewCacheEntries: 7\n",
+        )
+        .unwrap();
+        assert!(!tuned.anonymous);
+        assert_eq!(tuned.access.audiences, ["kubecache"]);
+        assert_eq!(tuned.access.token_ttl, Duration::from_secs(10));
+        assert_eq!(tuned.access.allowed_ttl, Duration::from_secs(90));
+        assert_eq!(tuned.access.denied_ttl, Duration::from_millis(500));
+        assert_eq!(tuned.access.max_entries, 7);
+        let e = serve("authMode: authorize\nauthorizationCacheAuthorizedTtl: 5\n").unwrap_err();
+        assert!(e.contains("is not a duration"), "{e}");
     }
 
     #[test]

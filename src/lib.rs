@@ -5,10 +5,12 @@
 //! ```text
 //! parse (request::Request::parse)
 //!   → admit (serve::auth) → kubecache's own endpoints (serve::health)
-//!   → authenticate, authorize (serve::auth)
-//!   → decide and read (serve::route::route: cache | forward, with why)
+//!   → authenticate, impersonate (serve::auth, with access: TokenReview,
+//!     client certificates, Impersonate-*)
+//!   → decide (serve::route::route: cache | forward, with why), a cached
+//!     read authorized first (access: SubjectAccessReview)
 //!       cache:   serve::read → cache (kept bodies) → store → encode
-//!       forward: serve::passthrough → upstream
+//!       forward: serve::passthrough → upstream, as the client
 //!   → respond (serve::respond; errors → Status in serve::errors)
 //! ```
 //!
@@ -17,10 +19,11 @@
 //!
 //! Layers from the bottom up (each imports only those below it; checked by
 //! `tests/layers.rs`): `go`, `resource`, `metrics`, `body`; `status`,
-//! `selector`; `request`; `store`; `encode`; `upstream`; `reflector`;
-//! `cache`; `serve`; `config`. The simulated apiserver is the
+//! `selector`; `request`; `store`; `encode`; `upstream`; `reflector`,
+//! `access`; `cache`; `serve`; `config`. The simulated apiserver is the
 //! `kubecache-sim` crate, and the `kubecache` command is `kubecache-cli`.
 
+pub mod access;
 pub mod body;
 pub mod cache;
 pub mod config;

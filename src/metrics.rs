@@ -125,3 +125,64 @@ pub fn watcher_terminated(resource: &str) {
     counter!("apiserver_terminated_watchers_total", "resource" => resource.to_string())
         .increment(1);
 }
+
+/// How an authentication ended (the apiserver's `authentication_attempts`
+/// labels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthnResult {
+    Success,
+    /// Credentials that do not authenticate.
+    Failure,
+    /// The review could not be made.
+    Error,
+}
+
+/// `authentication_attempts`, as the apiserver counts them.
+pub fn authentication(result: AuthnResult) {
+    let result = match result {
+        AuthnResult::Success => "success",
+        AuthnResult::Failure => "failure",
+        AuthnResult::Error => "error",
+    };
+    counter!("authentication_attempts", "result" => result).increment(1);
+}
+
+/// `apiserver_authorization_decisions_total` (the apiserver's since 1.29):
+/// each read kubecache authorized, by the upstream's decision.
+pub fn authorization(allowed: bool) {
+    let decision = if allowed { "allowed" } else { "denied" };
+    counter!(
+        "apiserver_authorization_decisions_total",
+        "type" => "Webhook",
+        "name" => "kubecache",
+        "decision" => decision
+    )
+    .increment(1);
+}
+
+/// A review looked up in its cache: a hit, or a miss that asked the
+/// upstream (`ok` whether it answered). Token reviews under the
+/// apiserver's token-cache names (`authentication_token_cache_*`), access
+/// reviews under its webhook authorizer's
+/// (`apiserver_authorization_webhook_evaluations_total`) and kubecache's.
+pub fn review_cache(review: &'static str, asked: bool, ok: bool) {
+    let status = if asked { "miss" } else { "hit" };
+    let fetched = if ok { "ok" } else { "error" };
+    if review == "token" {
+        counter!("authentication_token_cache_request_total", "status" => status).increment(1);
+        if asked {
+            counter!("authentication_token_cache_fetch_total", "status" => fetched).increment(1);
+        }
+    } else {
+        counter!("kubecache_authorization_cache_requests_total", "status" => status).increment(1);
+        if asked {
+            let result = if ok { "success" } else { "error" };
+            counter!(
+                "apiserver_authorization_webhook_evaluations_total",
+                "name" => "kubecache",
+                "result" => result
+            )
+            .increment(1);
+        }
+    }
+}

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["encode"],
     &["upstream"],
-    &["reflector"],
+    &["reflector", "access"],
     &["cache"],
     &["serve"],
     &["config"],

@@ -12,80 +12,9 @@ use http::{Method, Request, Version};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
-use kubecache::serve::tls::{ServingCert, TlsFiles};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use kubecache::serve::tls::ServingCert;
+use std::path::PathBuf;
 use std::time::Duration;
-
-/// A certificate authority of the test's own.
-struct TestCa {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl TestCa {
-    fn new(name: &str) -> TestCa {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        TestCa { issuer }
-    }
-
-    /// A serving certificate for localhost and 127.0.0.1 written to `dir`
-    /// (cert.pem with the CA after it, key.pem), as a renewal writes it.
-    fn issue_into(&self, dir: &Path) -> TlsFiles {
-        let key = KeyPair::generate().unwrap();
-        let params =
-            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        let files = TlsFiles {
-            cert: dir.join("cert.pem"),
-            key: dir.join("key.pem"),
-        };
-        // Each written whole and renamed into place, as a Secret volume or
-        // a certificate manager swaps them.
-        let put = |path: &Path, text: String| {
-            let tmp = path.with_extension("tmp");
-            std::fs::write(&tmp, text).unwrap();
-            std::fs::rename(&tmp, path).unwrap();
-        };
-        put(&files.cert, cert.pem() + &self.issuer.pem());
-        put(&files.key, key.serialize_pem());
-        files
-    }
-
-    #[cfg_attr(not(feature = "real-apiserver"), allow(dead_code))]
-    fn pem_file(&self, dir: &Path) -> PathBuf {
-        let path = dir.join(format!("ca-{}.pem", unique_suffix()));
-        std::fs::write(&path, self.issuer.pem()).unwrap();
-        path
-    }
-
-    /// A client that trusts this CA alone, speaking HTTP/2 if `h2`, else
-    /// HTTP/1.1 (offered through ALPN).
-    fn client(&self, h2: bool) -> Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(self.issuer.der().clone()).unwrap();
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(config)
-            .https_only();
-        let https = if h2 {
-            https.enable_http2().build()
-        } else {
-            https.enable_http1().build()
-        };
-        Client::builder(TokioExecutor::new()).build(https)
-    }
-}
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kubecache-tls-{name}-{}", unique_suffix()));

@@ -15,7 +15,6 @@ use kubecache_sim::{Sim, SimOptions};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -216,10 +215,34 @@ struct ServeArgs {
     consistent_reads: Option<String>,
     /// trust-local: every client served with kubecache's own identity, as
     /// kubectl proxy does (loopback addresses only; the default there).
-    /// authorize: every client authenticated and authorized (not in this
-    /// version yet).
+    /// authorize: every client authenticated (its token reviewed upstream,
+    /// or its certificate), every cached read authorized upstream, and
+    /// everything forwarded with the client's own identity (the default
+    /// on any other address; needs an https upstream, and TLS off
+    /// loopback).
     #[arg(long, value_parser = ["trust-local", "authorize"])]
     auth_mode: Option<String>,
+    /// authorize: verify client certificates against this CA bundle (PEM);
+    /// the common name is the user, the organizations its groups.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// authorize: serve requests without credentials as system:anonymous
+    /// (true, the apiserver's default) or answer them 401 (false).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    anonymous_auth: Option<bool>,
+    /// authorize: the audiences a client's token must be for, comma
+    /// separated (default: the upstream's own).
+    #[arg(long, value_delimiter = ',')]
+    authentication_token_audiences: Vec<String>,
+    /// authorize: how long a token review is kept (default 2m).
+    #[arg(long)]
+    authentication_token_webhook_cache_ttl: Option<String>,
+    /// authorize: how long an allowed decision is kept (default 5m).
+    #[arg(long)]
+    authorization_webhook_cache_authorized_ttl: Option<String>,
+    /// authorize: how long a refusal is kept (default 30s).
+    #[arg(long)]
+    authorization_webhook_cache_unauthorized_ttl: Option<String>,
     /// trust-local: pass on pods' exec and attach (refused otherwise, as
     /// kubectl proxy refuses them).
     #[arg(long)]
@@ -282,6 +305,20 @@ impl ServeArgs {
         if self.allow_exec {
             file.allow_exec = Some(true);
         }
+        file.client_ca_file = self.client_ca_file.or(file.client_ca_file);
+        file.anonymous_auth = self.anonymous_auth.or(file.anonymous_auth);
+        if !self.authentication_token_audiences.is_empty() {
+            file.authentication_token_audiences = self.authentication_token_audiences;
+        }
+        file.authentication_token_cache_ttl = self
+            .authentication_token_webhook_cache_ttl
+            .or(file.authentication_token_cache_ttl);
+        file.authorization_cache_authorized_ttl = self
+            .authorization_webhook_cache_authorized_ttl
+            .or(file.authorization_cache_authorized_ttl);
+        file.authorization_cache_unauthorized_ttl = self
+            .authorization_webhook_cache_unauthorized_ttl
+            .or(file.authorization_cache_unauthorized_ttl);
         file.tls_cert_file = self.tls_cert_file.or(file.tls_cert_file);
         file.tls_private_key_file = self.tls_private_key_file.or(file.tls_private_key_file);
         file.into_serve()
@@ -319,7 +356,6 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
     let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .map_err(CliError::Metrics)?;
-    let forward = kubecache::upstream::Upstream::new(&cfg.upstream).map_err(CliError::Upstream)?;
     let (listener, bound) = listen(cfg.listen).await?;
     let cache =
         Cache::new(&cfg.upstream, cfg.history, Default::default()).map_err(CliError::Cache)?;
@@ -335,16 +371,18 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
             None => tracing::warn!(resource = %gvr, "eager type not served by the upstream"),
         }
     }
-    let state = Arc::new(ServeState {
+    let auth_mode = cfg.auth.mode;
+    let state = ServeState::new(
         cache,
-        forward,
-        consistent: cfg.consistent_reads,
-        auth: cfg.auth,
-        shutting_down: AtomicBool::new(false),
-        prometheus: Some(prometheus),
-    });
+        &cfg.upstream,
+        cfg.consistent_reads,
+        cfg.auth,
+        Some(prometheus),
+    )
+    .map_err(CliError::Upstream)?;
+    let state = Arc::new(state);
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
-    tracing::info!(listen = %bound, %scheme, auth_mode = cfg.auth.mode.as_str(), upstream = %cfg.upstream.url, "kubecache serving");
+    tracing::info!(listen = %bound, %scheme, auth_mode = auth_mode.as_str(), upstream = %cfg.upstream.url, "kubecache serving");
     serve::run(listener, cfg.tls, state, shutdown_signal(), cfg.drain).await;
     Ok(())
 }

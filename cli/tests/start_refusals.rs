@@ -1,8 +1,9 @@
 //! `kubecache serve` refuses to start, exit 64 and one line saying why,
 //! where it would serve other machines' clients with its own identity:
-//! on an address that is not loopback (trust-local is loopback only, and
-//! authorize, the mode for other addresses, is not in this version yet),
-//! or with a serving certificate that cannot serve.
+//! on an address that is not loopback (trust-local is loopback only);
+//! in authorize mode, in front of an upstream that would not check the
+//! client credentials it forwards (plain http), or off loopback without
+//! TLS; or with a serving certificate or client CA that cannot serve.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -47,7 +48,7 @@ fn serving_every_client_as_kubecache_is_refused_off_loopback() {
     for (flags, words) in [
         (
             &["--listen", "0.0.0.0:0"][..],
-            "0.0.0.0:0 is not a loopback address",
+            "which the plain-http upstream http://127.0.0.1:1 does not check",
         ),
         (
             &["--listen", "[::]:0", "--auth-mode", "trust-local"][..],
@@ -55,7 +56,15 @@ fn serving_every_client_as_kubecache_is_refused_off_loopback() {
         ),
         (
             &["--listen", "127.0.0.1:0", "--auth-mode", "authorize"][..],
-            "--auth-mode authorize is not in this version yet",
+            "forwards each client's own credentials",
+        ),
+        (
+            &["--listen", "127.0.0.1:0", "--anonymous-auth=false"][..],
+            "go with --auth-mode authorize",
+        ),
+        (
+            &["--listen", "127.0.0.1:0", "--client-ca-file", "/ca.crt"][..],
+            "go with --auth-mode authorize",
         ),
     ] {
         let (code, stderr) = serve(flags);

@@ -97,6 +97,39 @@ pub fn rfc3339(s: &str) -> Option<(i64, u32)> {
     Some((secs, frac as u32))
 }
 
+/// `time.ParseDuration` for the units flags use (`h`, `m`, `s`, `ms`):
+/// `2m`, `1m30s`, `0.5s`, `300ms`. Negative durations are refused.
+pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    if s == "0" {
+        return Some(std::time::Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|&n| n > 0)?;
+        let value: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = match &rest[..u] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            _ => return None,
+        };
+        total += value * unit;
+        rest = &rest[u..];
+    }
+    std::time::Duration::try_from_secs_f64(total).ok()
+}
+
 /// The current time.
 pub fn now() -> Nanos {
     std::time::SystemTime::now()
@@ -162,6 +195,21 @@ pub fn human_duration(d: Nanos) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_parse_as_gos_parse_duration_reads_flag_values() {
+        let secs = |s: &str| parse_duration(s).map(|d| d.as_secs_f64());
+        assert_eq!(secs("2m"), Some(120.0));
+        assert_eq!(secs("1m30s"), Some(90.0));
+        assert_eq!(secs("5m0s"), Some(300.0));
+        assert_eq!(secs("0.5s"), Some(0.5));
+        assert_eq!(secs("300ms"), Some(0.3));
+        assert_eq!(secs("1h"), Some(3600.0));
+        assert_eq!(secs("0"), Some(0.0));
+        for bad in ["", "30", "s", "-1s", "1d", "1.2.3s", "1m s"] {
+            assert_eq!(secs(bad), None, "{bad}");
+        }
+    }
 
     const S: i64 = NANOS_PER_SEC;
 

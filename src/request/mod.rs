@@ -9,6 +9,7 @@ pub mod accept;
 pub mod continue_token;
 pub mod encoding;
 pub mod identity;
+pub mod impersonation;
 pub mod options;
 pub mod parse;
 pub mod path;
@@ -16,7 +17,8 @@ pub mod verb;
 
 pub use continue_token::ContinueToken;
 pub use encoding::accepts_gzip;
-pub use identity::Identity;
+pub use identity::{Client, Identity, UserInfo, Via};
+pub use impersonation::Impersonation;
 pub use options::{ListOptions, ReadMode};
 pub use parse::{Request, Shape};
 pub use path::ResourcePath;

@@ -4,7 +4,8 @@
 //! who it is served as (filled in by the authenticate phase).
 
 use super::accept::Accept;
-use super::identity::Identity;
+use super::identity::{bearer_token, Identity, Token};
+use super::impersonation::Impersonation;
 use super::options::{pretty_print, ListOptions};
 use super::path::ResourcePath;
 use super::verb::Verb;
@@ -23,6 +24,8 @@ pub struct Request {
     pub method: Method,
     /// The path as sent.
     pub path: String,
+    /// The path and query as sent (Go's `RequestURI`, as errors quote it).
+    pub request_uri: String,
     /// The API resource the path names, if it names one.
     pub resource: Option<ResourcePath>,
     /// The query's list, get and watch options.
@@ -41,6 +44,11 @@ pub struct Request {
     pub host: Option<String>,
     /// Whether it asks to act as someone else (any `Impersonate-*` header).
     pub impersonating: bool,
+    /// Whom its `Impersonate-*` headers name, read as the apiserver reads
+    /// them.
+    pub impersonation: Option<Impersonation>,
+    /// The bearer token of its `Authorization` header.
+    pub bearer: Option<Token>,
     pub identity: Identity,
 }
 
@@ -57,6 +65,9 @@ impl Request {
             .and_then(|v| v.to_str().ok());
         Request {
             method: method.clone(),
+            request_uri: uri
+                .path_and_query()
+                .map_or_else(|| path.clone(), |p| p.as_str().to_string()),
             pretty: pretty_print(uri.query(), user_agent),
             gzip: super::accepts_gzip(headers),
             accept: Accept::from_header(headers.get(header::ACCEPT)),
@@ -75,6 +86,8 @@ impl Request {
             impersonating: headers
                 .keys()
                 .any(|k| k.as_str().starts_with("impersonate-")),
+            impersonation: Impersonation::from_headers(headers),
+            bearer: bearer_token(headers.get(header::AUTHORIZATION)),
             identity: Identity::default(),
         }
     }

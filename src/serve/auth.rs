@@ -1,22 +1,37 @@
 //! Who a request is served as, and whether it may be: the phases between
 //! reading a request and deciding it.
 //!
-//! One mode is built: **trust-local**, in which every client is served
-//! with kubecache's own upstream identity, as `kubectl proxy` serves them.
-//! That is only safe where the only clients are the machine's own, so
-//! kubecache runs it on loopback addresses alone (`config`), and guards
-//! it as `kubectl proxy` does: a request for a host that is not a
-//! loopback name or address is refused (a page in a browser on the
-//! machine can reach loopback under a name of its own — DNS rebinding —
-//! but cannot choose the Host its browser sends), and so are exec and
-//! attach unless allowed. Impersonation is refused: forwarded, it would
-//! act with kubecache's identity as whoever it names, and reads from the
-//! cache cannot honour it. **authorize** (each client authenticated and
-//! authorized upstream) is not built yet; `config` refuses it.
+//! **trust-local**: every client is served with kubecache's own upstream
+//! identity, as `kubectl proxy` serves them. That is only safe where the
+//! only clients are the machine's own, so kubecache runs it on loopback
+//! addresses alone (`config`), and guards it as `kubectl proxy` does: a
+//! request for a host that is not a loopback name or address is refused
+//! (a page in a browser on the machine can reach loopback under a name of
+//! its own — DNS rebinding — but cannot choose the Host its browser
+//! sends), and so are exec and attach unless allowed. Impersonation is
+//! refused: forwarded, it would act with kubecache's identity as whoever
+//! it names.
+//!
+//! **authorize**: every client is who its own credentials say, as the
+//! apiserver's authenticators would find (`access`): a verified client
+//! certificate first, then a bearer token the upstream's `TokenReview`
+//! takes, else `system:anonymous` (or a 401 without anonymous access); a
+//! token it refuses is a 401. Its `Impersonate-*` headers are then allowed
+//! or refused as the apiserver allows them. Every read the cache answers
+//! is authorized with the upstream's `SubjectAccessReview` before the
+//! cache is touched ([`authorize_read`]), and what is forwarded carries
+//! the client's own identity (`passthrough`).
 
+use super::listener::PeerCertificates;
+use crate::access::impersonate::{self, ImpersonateError};
+use crate::access::{cert, Access, AccessConfig, AccessError, Attributes};
+use crate::metrics::{self, AuthnResult};
 use crate::request::path::percent_decode;
-use crate::request::{Identity, Request};
+use crate::request::{Client, Identity, Request, UserInfo, Verb, Via};
+use crate::selector::FieldSelector;
 use std::net::{IpAddr, Ipv6Addr};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// How clients are authenticated and authorized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -39,16 +54,35 @@ impl AuthMode {
 }
 
 /// The authentication and authorization settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthConfig {
     pub mode: AuthMode,
     /// trust-local: pass on exec and attach (`kubectl proxy` refuses them
     /// unless its `--reject-paths` is changed).
     pub allow_exec: bool,
+    /// authorize: a request without credentials is `system:anonymous`, as
+    /// the apiserver has it by default (`--anonymous-auth`); else a 401.
+    pub anonymous: bool,
+    /// authorize: the CA client certificates are verified against.
+    pub client_ca: Option<PathBuf>,
+    /// authorize: how reviews are asked and kept.
+    pub access: AccessConfig,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            mode: AuthMode::TrustLocal,
+            allow_exec: false,
+            anonymous: true,
+            client_ca: None,
+            access: AccessConfig::default(),
+        }
+    }
 }
 
 /// Why a request was refused before it was decided.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     /// trust-local: a Host that is not a loopback name or address.
     #[error("the request's host {0:?} is not a loopback name or address")]
@@ -62,6 +96,34 @@ pub enum AuthError {
     /// No identity to serve the request as.
     #[error("the request has no identity to be served as")]
     Unauthenticated,
+    /// authorize: a bearer token the upstream's review does not take.
+    #[error("the bearer token is not valid")]
+    InvalidToken,
+    /// authorize: no credentials, and anonymous requests are not served.
+    #[error("the request has no credentials and anonymous requests are off")]
+    Anonymous,
+    /// authorize: the token could not be reviewed (a 401, as the
+    /// apiserver answers an authenticator's error).
+    #[error("reviewing the bearer token")]
+    TokenReview(#[source] Arc<AccessError>),
+    /// authorize: `Impersonate-*` headers refused.
+    #[error("impersonating")]
+    Impersonate(#[from] ImpersonateError),
+    /// authorize: the upstream's authorizer refused the request.
+    #[error("{user:?} may not do it")]
+    Forbidden {
+        attributes: Attributes,
+        user: String,
+        reason: String,
+    },
+    /// authorize: whom a certificate client acts as cannot be written
+    /// into impersonation headers.
+    #[error("impersonating {0} upstream")]
+    Unforwardable(String),
+    /// authorize: the request could not be authorized (the apiserver's
+    /// internal error for an authorizer's).
+    #[error("authorizing {request_uri}: {error}")]
+    Authorizer { request_uri: String, error: String },
 }
 
 /// Whether kubecache answers the request at all, its own endpoints
@@ -76,19 +138,65 @@ pub fn admit(auth: &AuthConfig, request: &Request) -> Result<(), AuthError> {
     }
 }
 
-/// Fills the request's identity slot.
-pub fn authenticate(auth: &AuthConfig, request: &mut Request) -> Result<(), AuthError> {
-    match auth.mode {
-        AuthMode::TrustLocal => request.identity = Identity::Proxy,
-        // Not built: nobody is authenticated, so nothing is served.
-        AuthMode::Authorize => {}
+/// Fills the request's identity slot: kubecache's own in trust-local
+/// mode; in authorize mode, whom the client's credentials name, and whom
+/// it acts as once its impersonation is allowed.
+pub async fn authenticate(
+    auth: &AuthConfig,
+    access: Option<&Access>,
+    request: &mut Request,
+    peer: Option<&PeerCertificates>,
+) -> Result<(), AuthError> {
+    let access = match (auth.mode, access) {
+        (AuthMode::TrustLocal, _) => {
+            request.identity = Identity::Proxy;
+            return Ok(());
+        }
+        (AuthMode::Authorize, Some(access)) => access,
+        // Not set up to authenticate: nobody is served.
+        (AuthMode::Authorize, None) => return Ok(()),
+    };
+    let by_cert = peer.and_then(|p| p.end_entity()).and_then(cert::user_of);
+    let (user, via) = match (by_cert, &request.bearer) {
+        (Some(user), _) => (user, Via::Certificate),
+        (None, Some(token)) => match access.token_user(&token.0).await {
+            Ok(Some(user)) => (user, Via::Token),
+            Ok(None) => {
+                metrics::authentication(AuthnResult::Failure);
+                return Err(AuthError::InvalidToken);
+            }
+            Err(e) => {
+                metrics::authentication(AuthnResult::Error);
+                tracing::warn!(error = %e, "a client's token could not be reviewed; answered 401");
+                return Err(AuthError::TokenReview(e));
+            }
+        },
+        (None, None) if auth.anonymous => (UserInfo::anonymous(), Via::Anonymous),
+        (None, None) => {
+            metrics::authentication(AuthnResult::Failure);
+            return Err(AuthError::Anonymous);
+        }
+    };
+    if via != Via::Anonymous {
+        metrics::authentication(AuthnResult::Success);
     }
+    let acting_as = match &request.impersonation {
+        Some(imp) => impersonate::acting_as(access, &user, imp).await?,
+        None => user.clone(),
+    };
+    request.identity = Identity::Client(Arc::new(Client {
+        user,
+        acting_as,
+        via,
+    }));
     Ok(())
 }
 
-/// Whether the request's identity may do what it asks. A request that
-/// reached here without one is refused: nothing is ever read or forwarded
-/// for nobody.
+/// Whether the request's identity may have it decided at all. A request
+/// that reached here without one is refused: nothing is ever read or
+/// forwarded for nobody. A client's reads are authorized when they are
+/// decided ([`authorize_read`]); what it sends upstream, upstream
+/// authorizes.
 pub fn authorize(auth: &AuthConfig, request: &Request) -> Result<(), AuthError> {
     match request.identity {
         Identity::Proxy => {
@@ -102,8 +210,114 @@ pub fn authorize(auth: &AuthConfig, request: &Request) -> Result<(), AuthError> 
             }
             Ok(())
         }
+        Identity::Client(_) => Ok(()),
         Identity::Unauthenticated => Err(AuthError::Unauthenticated),
     }
+}
+
+/// Whether the client may make the read the cache is about to answer: the
+/// upstream's `SubjectAccessReview` of it as the apiserver's authorizer
+/// would be asked (kubecache's own identity in trust-local mode needs
+/// none). Asked before the type's cache is touched, so that nobody who
+/// may not read a type makes kubecache cache it.
+pub async fn authorize_read(access: Option<&Access>, request: &Request) -> Result<(), AuthError> {
+    match &request.identity {
+        Identity::Proxy => Ok(()),
+        Identity::Client(client) => match read_attributes(request) {
+            Some(attributes) => authorize_as(access, request, &client.acting_as, attributes).await,
+            None => Err(AuthError::Unauthenticated),
+        },
+        Identity::Unauthenticated => Err(AuthError::Unauthenticated),
+    }
+}
+
+/// Whether the request's identity may `get` kubecache's own non-resource
+/// `path` (`/metrics`), as the apiserver authorizes its own.
+pub async fn authorize_path(access: Option<&Access>, request: &Request) -> Result<(), AuthError> {
+    match &request.identity {
+        Identity::Proxy => Ok(()),
+        Identity::Client(client) => {
+            let attributes = Attributes::NonResource {
+                verb: "get".into(),
+                path: request.path.clone(),
+            };
+            authorize_as(access, request, &client.acting_as, attributes).await
+        }
+        Identity::Unauthenticated => Err(AuthError::Unauthenticated),
+    }
+}
+
+async fn authorize_as(
+    access: Option<&Access>,
+    request: &Request,
+    user: &UserInfo,
+    attributes: Attributes,
+) -> Result<(), AuthError> {
+    let Some(access) = access else {
+        return Err(AuthError::Unauthenticated);
+    };
+    let decision = access.decide(user, &attributes).await;
+    metrics::authorization(decision.as_ref().is_ok_and(|d| d.allowed));
+    match decision {
+        Ok(d) if d.allowed => Ok(()),
+        Ok(d) if !d.evaluation_error.is_empty() => Err(AuthError::Authorizer {
+            request_uri: request.request_uri.clone(),
+            error: d.evaluation_error,
+        }),
+        Ok(d) => Err(AuthError::Forbidden {
+            attributes,
+            user: user.name.clone(),
+            reason: d.reason,
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "a read could not be authorized; answered 500");
+            Err(AuthError::Authorizer {
+                request_uri: request.request_uri.clone(),
+                error: e.client_text(),
+            })
+        }
+    }
+}
+
+/// What the apiserver's authorizer is asked about a read the cache
+/// answers (its RequestInfo): get, list or watch of the path's resource,
+/// in its namespace; a list or watch names the object its field selector
+/// requires exactly by `metadata.name`, as RequestInfo takes it.
+pub fn read_attributes(request: &Request) -> Option<Attributes> {
+    let rp = request.resource.as_ref()?;
+    let verb = match request.verb {
+        Verb::Get => "get",
+        Verb::List => "list",
+        Verb::Watch => "watch",
+        _ => return None,
+    };
+    let name = match &rp.name {
+        Some(n) => n.clone(),
+        None => FieldSelector::parse(&request.options.field_selector)
+            .ok()
+            .and_then(|f| {
+                f.terms()
+                    .iter()
+                    .find(|t| t.field == "metadata.name" && !t.negate)
+                    .map(|t| t.value.clone())
+            })
+            .filter(|n| valid_path_segment(n))
+            .unwrap_or_default(),
+    };
+    Some(Attributes::Resource {
+        verb: verb.into(),
+        group: rp.group.clone(),
+        version: rp.version.clone(),
+        resource: rp.resource.clone(),
+        subresource: rp.subresource.clone().unwrap_or_default(),
+        namespace: rp.namespace.clone().unwrap_or_default(),
+        name,
+    })
+}
+
+/// Go's `path.IsValidPathSegmentName`.
+fn valid_path_segment(name: &str) -> bool {
+    !matches!(name, "." | "..") && !name.contains('/') && !name.contains('%')
 }
 
 /// The pod and subresource when `path` names a pod's exec or attach, read
@@ -207,45 +421,59 @@ mod tests {
     }
 
     /// The phases in order, as `serve::handle` runs them.
-    fn phases(auth: &AuthConfig, mut r: Request) -> Result<Identity, AuthError> {
-        admit(auth, &r)?;
-        authenticate(auth, &mut r)?;
-        authorize(auth, &r)?;
-        Ok(r.identity)
+    /// (Debug-printed: errors keep their sources, which do not compare.)
+    async fn phases(auth: &AuthConfig, mut r: Request) -> String {
+        let run = async {
+            admit(auth, &r)?;
+            authenticate(auth, None, &mut r, None).await?;
+            authorize(auth, &r)?;
+            Ok::<_, AuthError>(r.identity.clone())
+        };
+        format!("{:?}", run.await)
     }
 
-    #[test]
-    fn trust_local_serves_loopback_hosts_as_kubecache_without_impersonation_or_exec() {
+    fn was(r: Result<Identity, AuthError>) -> String {
+        format!("{r:?}")
+    }
+
+    #[tokio::test]
+    async fn trust_local_serves_loopback_hosts_as_kubecache_without_impersonation_or_exec() {
         let local = AuthConfig::default();
         let host = [("host", "127.0.0.1:8001")];
         let pods = "/api/v1/namespaces/a/pods";
-        assert_eq!(phases(&local, request(pods, &host)), Ok(Identity::Proxy));
         assert_eq!(
-            phases(&local, request(pods, &[("host", "evil.example")])),
-            Err(AuthError::HostNotLocal(Some("evil.example".into())))
+            phases(&local, request(pods, &host)).await,
+            was(Ok(Identity::Proxy))
         );
         assert_eq!(
-            phases(&local, request(pods, &[])),
-            Err(AuthError::HostNotLocal(None))
+            phases(&local, request(pods, &[("host", "evil.example")])).await,
+            was(Err(AuthError::HostNotLocal(Some("evil.example".into()))))
+        );
+        assert_eq!(
+            phases(&local, request(pods, &[])).await,
+            was(Err(AuthError::HostNotLocal(None)))
         );
         let as_alice = [("host", "localhost"), ("impersonate-user", "alice")];
         assert_eq!(
-            phases(&local, request(pods, &as_alice)),
-            Err(AuthError::Impersonation)
+            phases(&local, request(pods, &as_alice)).await,
+            was(Err(AuthError::Impersonation))
         );
         let exec = "/api/v1/namespaces/a/pods/p/exec?command=sh";
         assert_eq!(
-            phases(&local, request(exec, &host)),
-            Err(AuthError::ExecNotAllowed {
+            phases(&local, request(exec, &host)).await,
+            was(Err(AuthError::ExecNotAllowed {
                 subresource: "exec".into(),
                 name: "p".into()
-            })
+            }))
         );
         let allowed = AuthConfig {
             allow_exec: true,
-            ..local
+            ..local.clone()
         };
-        assert_eq!(phases(&allowed, request(exec, &host)), Ok(Identity::Proxy));
+        assert_eq!(
+            phases(&allowed, request(exec, &host)).await,
+            was(Ok(Identity::Proxy))
+        );
         for disguised in [
             "/api/v1/namespaces/a/pods/p/exec/",
             "//api/v1/namespaces/a/pods/p/exec",
@@ -253,30 +481,31 @@ mod tests {
             "/api/v1/namespaces/a/pods/p/x/../exec",
             "/api/v1/namespaces/a/pods/./p/exec/..",
         ] {
-            assert!(
-                matches!(
-                    phases(&local, request(disguised, &host)),
-                    Err(AuthError::ExecNotAllowed { .. })
-                ),
-                "{disguised}"
-            );
+            let refused = phases(&local, request(disguised, &host)).await;
+            assert!(refused.starts_with("Err(ExecNotAllowed"), "{disguised}");
         }
         for other in [
             "/api/v1/namespaces/a/pods/p/portforward",
             "/api/v1/namespaces/a/pods/p/log",
             "/apis/example.com/v1/namespaces/a/pods/p/exec",
         ] {
-            assert_eq!(phases(&local, request(other, &host)), Ok(Identity::Proxy));
+            assert_eq!(
+                phases(&local, request(other, &host)).await,
+                was(Ok(Identity::Proxy))
+            );
         }
     }
 
-    #[test]
-    fn authorize_mode_not_being_built_serves_nobody() {
+    #[tokio::test]
+    async fn authorize_mode_without_its_reviews_serves_nobody() {
         let authorize = AuthConfig {
             mode: AuthMode::Authorize,
-            allow_exec: false,
+            ..AuthConfig::default()
         };
         let r = request("/api/v1/pods", &[("host", "evil.example")]);
-        assert_eq!(phases(&authorize, r), Err(AuthError::Unauthenticated));
+        assert_eq!(
+            phases(&authorize, r).await,
+            was(Err(AuthError::Unauthenticated))
+        );
     }
 }

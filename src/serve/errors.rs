@@ -5,6 +5,7 @@
 use super::auth::AuthError;
 use super::read::ReadError;
 use super::watch::WatchError;
+use crate::access::impersonate::ImpersonateError;
 use crate::cache::bodies::FinishError;
 use crate::request::options::OptionsError;
 use crate::selector::SelectorError;
@@ -127,9 +128,64 @@ impl From<&AuthError> for Status {
                 "",
                 "kubecache in trust-local mode does not pass on impersonation: every request through it acts as kubecache itself",
             ),
-            AuthError::Unauthenticated => Status::new(401, "Unauthorized", "Unauthorized"),
+            // The apiserver's 401 says no more, whatever failed.
+            AuthError::Unauthenticated
+            | AuthError::InvalidToken
+            | AuthError::Anonymous
+            | AuthError::TokenReview(_) => Status::new(401, "Unauthorized", "Unauthorized"),
+            AuthError::Forbidden {
+                attributes,
+                user,
+                reason,
+            }
+            | AuthError::Impersonate(ImpersonateError::Forbidden {
+                attributes,
+                requestor: user,
+                reason,
+            }) => {
+                let (group, resource, name) = attributes.refused();
+                Status::forbidden(group, resource, name, &attributes.forbidden_message(user, reason))
+            }
+            // Answered as plain text (`internal_error_text`).
+            AuthError::Authorizer { .. } | AuthError::Impersonate(ImpersonateError::WithoutUser(_)) => {
+                Status::internal(e.to_string())
+            }
+            AuthError::Unforwardable(what) => Status::internal(format!(
+                "kubecache cannot impersonate the client upstream: {what} does not fit in a header"
+            )),
         }
     }
+}
+
+/// The apiserver's `InternalError` text for the errors it answers with one
+/// (an authorizer's, a malformed impersonation), quoting the request's
+/// URI; `None` for the errors answered with a `Status`.
+pub fn internal_error_text(request_uri: &str, e: &ServeError) -> Option<String> {
+    let error = match e {
+        ServeError::Auth(AuthError::Authorizer { error, .. }) => error.clone(),
+        ServeError::Auth(AuthError::Impersonate(e @ ImpersonateError::WithoutUser(_))) => {
+            e.to_string()
+        }
+        _ => return None,
+    };
+    let text = format!(
+        "Internal Server Error: {}: {error}",
+        crate::go::strconv::quote(request_uri)
+    );
+    Some(
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;"),
+    )
+}
+
+/// Whether the apiserver sends its refusal marked not to be sniffed.
+pub fn is_refusal(e: &ServeError) -> bool {
+    matches!(
+        e,
+        ServeError::Auth(AuthError::Forbidden { .. })
+            | ServeError::Auth(AuthError::Impersonate(ImpersonateError::Forbidden { .. }))
+    )
 }
 
 impl From<&ServeError> for Status {

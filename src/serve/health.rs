@@ -59,17 +59,32 @@ fn report(name: &str, checks: Vec<(String, bool)>, verbose: bool) -> Response<Bo
     }
 }
 
-/// Answers kubecache's own endpoints; `None` for everything else.
-pub fn local(state: &ServeState, path: &str, query: Option<&str>) -> Option<Response<Body>> {
+/// Answers kubecache's health endpoints, which anyone may read (as the
+/// apiserver lets `system:unauthenticated` read its own); `None` for
+/// everything else.
+pub fn probe(state: &ServeState, path: &str, query: Option<&str>) -> Option<Response<Body>> {
     let verbose = query
         .is_some_and(|q| url::form_urlencoded::parse(q.as_bytes()).any(|(k, _)| k == "verbose"));
     match path {
         "/livez" => Some(report("livez", vec![("ping".into(), true)], verbose)),
         "/readyz" | "/healthz" => Some(report(&path[1..], ready_checks(state), verbose)),
-        "/metrics" => state
-            .prometheus
-            .as_ref()
-            .map(|p| text(StatusCode::OK, p.render())),
         _ => None,
     }
+}
+
+/// Whether `path` is kubecache's `/metrics` (when it exports them; else
+/// the upstream's is forwarded). Read only by whom the apiserver would let
+/// read its own.
+pub fn is_metrics(state: &ServeState, path: &str) -> bool {
+    path == "/metrics" && state.prometheus.is_some()
+}
+
+/// `/metrics`, in Prometheus's text format.
+pub fn metrics(state: &ServeState) -> Response<Body> {
+    let rendered = state
+        .prometheus
+        .as_ref()
+        .map(|p| p.render())
+        .unwrap_or_default();
+    text(StatusCode::OK, rendered)
 }

@@ -71,6 +71,22 @@ async fn plain_http(stream: &tokio::net::TcpStream) -> bool {
     ) && matches!(&head, b"GET /" | b"HEAD " | b"POST " | b"PUT /" | b"OPTIO")
 }
 
+/// The certificates a TLS client presented (and the server's verifier
+/// took), end-entity first: in every request's extensions.
+#[derive(Debug, Clone)]
+pub struct PeerCertificates(Arc<Vec<rustls::pki_types::CertificateDer<'static>>>);
+
+impl PeerCertificates {
+    pub fn new(chain: Vec<rustls::pki_types::CertificateDer<'static>>) -> Self {
+        PeerCertificates(Arc::new(chain))
+    }
+
+    /// The client's own certificate, DER.
+    pub fn end_entity(&self) -> Option<&[u8]> {
+        self.0.first().map(|c| c.as_ref())
+    }
+}
+
 /// Serves `handler` on `listener` (over TLS with `tls`) until `shutdown`
 /// resolves; then stops accepting and gives open connections up to
 /// `drain` to finish.
@@ -103,17 +119,22 @@ pub async fn serve_http<F, Fut>(
                 };
                 let _ = stream.set_nodelay(true);
                 let h = handler.clone();
-                let svc = hyper::service::service_fn(move |req| {
-                    let h = h.clone();
-                    async move { Ok::<_, Infallible>(h(req).await) }
-                });
+                let service = move |peer: Option<PeerCertificates>| {
+                    hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                        if let Some(p) = &peer {
+                            req.extensions_mut().insert(p.clone());
+                        }
+                        let h = h.clone();
+                        async move { Ok::<_, Infallible>(h(req).await) }
+                    })
+                };
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 let tls = tls.clone().map(tokio_rustls::TlsAcceptor::from);
                 tokio::spawn(async move {
                     let ended = match tls {
                         None => {
-                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service(None));
                             watcher.watch(conn.into_owned()).await
                         }
                         Some(acceptor) => {
@@ -133,7 +154,10 @@ pub async fn serve_http<F, Fut>(
                                     return;
                                 }
                             };
-                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), svc);
+                            let peer = stream.get_ref().1.peer_certificates().map(|chain| {
+                                PeerCertificates::new(chain.iter().map(|c| c.clone().into_owned()).collect())
+                            });
+                            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service(peer));
                             watcher.watch(conn.into_owned()).await
                         }
                     };

@@ -46,18 +46,28 @@ use tokio::net::TcpListener;
 /// One request, phase by phase.
 pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Response<Body> {
     let mut request = Request::parse(req.method(), req.uri(), req.headers());
-    let allowed = match auth::admit(&state.auth, &request) {
+    let route = match auth::admit(&state.auth, &request) {
         Ok(()) => {
-            if let Some(resp) = health::local(&state, &request.path, req.uri().query()) {
+            if let Some(resp) = health::probe(&state, &request.path, req.uri().query()) {
                 return resp;
             }
-            auth::authenticate(&state.auth, &mut request)
-                .and_then(|()| auth::authorize(&state.auth, &request))
+            let peer = req.extensions().get::<listener::PeerCertificates>();
+            let access = state.access.as_deref();
+            let allowed = match auth::authenticate(&state.auth, access, &mut request, peer).await {
+                Ok(()) => auth::authorize(&state.auth, &request),
+                Err(e) => Err(e),
+            };
+            match allowed {
+                Ok(()) if health::is_metrics(&state, &request.path) => {
+                    match auth::authorize_path(access, &request).await {
+                        Ok(()) => return health::metrics(&state),
+                        Err(e) => Route::Refused(e.into()),
+                    }
+                }
+                Ok(()) => route::route(&state, &request).await,
+                Err(e) => Route::Refused(e.into()),
+            }
         }
-        Err(e) => Err(e),
-    };
-    let route = match allowed {
-        Ok(()) => route::route(&state, &request).await,
         Err(e) => Route::Refused(e.into()),
     };
     let (resp, served_by) = match route {
@@ -68,10 +78,10 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         Route::Refused(e) => (error(&request, &e), ServedBy::Cache),
         Route::Forward(reason) => {
             metrics::forwarded(reason.as_str());
-            let resp = passthrough::forward(&state.forward, req).await;
+            let resp = passthrough::forward(&state, &request.identity, req).await;
             let resp = resp.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "upstream unreachable");
-                error(&request, &ServeError::from(e))
+                error(&request, &e)
             });
             (resp, ServedBy::Upstream)
         }
@@ -87,8 +97,12 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
 
 /// An error made here, written as the apiserver writes it for this request.
 fn error(request: &Request, e: &ServeError) -> Response<Body> {
+    if let Some(text) = errors::internal_error_text(&request.request_uri, e) {
+        // The apiserver's own `InternalError`: plain text, not a Status.
+        return respond::plain_text(http::StatusCode::INTERNAL_SERVER_ERROR, text);
+    }
     let status = Status::from(e);
-    match e {
+    let mut resp = match e {
         // The upstream's failures were always written as compact JSON.
         ServeError::Forward(_) => respond::status_response(&status),
         _ => respond::negotiated_error(
@@ -97,7 +111,14 @@ fn error(request: &Request, e: &ServeError) -> Response<Body> {
             Endpoint::ERRORS,
             Some(request.pretty),
         ),
+    };
+    if errors::is_refusal(e) {
+        resp.headers_mut().insert(
+            "x-content-type-options",
+            http::HeaderValue::from_static("nosniff"),
+        );
     }
+    resp
 }
 
 /// Serves kubecache (over TLS with `tls`, its files reloaded as they
@@ -105,7 +126,7 @@ fn error(request: &Request, e: &ServeError) -> Response<Body> {
 /// and drains.
 pub async fn run(
     listener: TcpListener,
-    tls: Option<Arc<tls::ServingCert>>,
+    tls: Option<tls::TlsServing>,
     state: Arc<ServeState>,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
@@ -115,9 +136,9 @@ pub async fn run(
         shutdown.await;
         st.shutting_down.store(true, Ordering::Release);
     };
-    let tls = tls.map(|cert| {
-        cert.keep_reloading();
-        cert.server_config()
+    let tls = tls.map(|t| {
+        t.cert.keep_reloading();
+        t.cert.server_config(t.clients)
     });
     listener::serve_http(
         listener,

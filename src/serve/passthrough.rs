@@ -1,10 +1,22 @@
 //! Forwarding to the upstream, streamed both ways: the request's own method,
 //! headers and body; the upstream's answer as it comes, errors included;
 //! HTTP upgrades (exec, attach, port-forward) spliced byte for byte.
+//!
+//! Always with the identity the request is served as, never another:
+//! kubecache's own in trust-local mode (the client's `Authorization`
+//! dropped, as `kubectl proxy` drops it); a client's bearer token, or none
+//! for an anonymous client, as it came, through a connection that presents
+//! nothing of kubecache's; a client known by its certificate as kubecache
+//! impersonating it (`Impersonate-User`, `-Group`, `-Extra-*`, `-Uid`).
 
+use super::auth::AuthError;
+use super::errors::ServeError;
+use super::state::ServeState;
 use crate::body::{self, Body, BoxError};
-use crate::upstream::{Upstream, UpstreamError};
-use http::{header, HeaderMap, Request, Response, StatusCode};
+use crate::request::identity::ALL_AUTHENTICATED;
+use crate::request::impersonation::{EXTRA_PREFIX, GROUP, USER};
+use crate::request::{Identity, UserInfo, Via};
+use http::{header, HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -53,12 +65,32 @@ fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
     }
 }
 
-/// The request forwarded, its answer streamed back; `Err` when the
-/// upstream could not be asked at all.
+/// The request forwarded as `identity`, its answer streamed back; `Err`
+/// when the upstream could not be asked at all.
 pub async fn forward(
-    up: &Upstream,
+    state: &ServeState,
+    identity: &Identity,
     mut req: Request<Incoming>,
-) -> Result<Response<Body>, UpstreamError> {
+) -> Result<Response<Body>, ServeError> {
+    let up = match identity {
+        Identity::Proxy => {
+            // The proxy's own credentials stand in for the client's, like
+            // kubectl proxy.
+            req.headers_mut().remove(header::AUTHORIZATION);
+            &state.forward
+        }
+        Identity::Client(client) => match client.via {
+            Via::Token | Via::Anonymous => state
+                .forward_as_client
+                .as_ref()
+                .ok_or(AuthError::Unauthenticated)?,
+            Via::Certificate => {
+                impersonate(req.headers_mut(), &client.acting_as)?;
+                &state.forward
+            }
+        },
+        Identity::Unauthenticated => return Err(AuthError::Unauthenticated.into()),
+    };
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let (mut parts, body) = req.into_parts();
@@ -69,12 +101,13 @@ pub async fn forward(
         .unwrap_or_else(|| "/".into());
     parts.uri = up.uri(&pq);
     parts.headers.remove(header::HOST);
-    // The proxy's own credentials stand in for the client's, like kubectl proxy.
-    parts.headers.remove(header::AUTHORIZATION);
     strip_hop_by_hop(&mut parts.headers, upgrade);
     parts.version = http::Version::HTTP_11;
     let body: Body = body.map_err(|e| Box::new(e) as BoxError).boxed_unsync();
-    let resp = up.send(Request::from_parts(parts, body)).await?;
+    let resp = up
+        .send(Request::from_parts(parts, body))
+        .await
+        .map_err(ServeError::from)?;
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_upgrade) = client_upgrade {
             return Ok(splice_upgrade(resp, client_upgrade));
@@ -86,6 +119,56 @@ pub async fn forward(
         parts,
         body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
     ))
+}
+
+/// Makes `headers` ask the upstream to act as `user`: the client's own
+/// credentials and impersonation headers replaced by kubecache's
+/// impersonation of whom the client was allowed to act as.
+fn impersonate(headers: &mut HeaderMap, user: &UserInfo) -> Result<(), AuthError> {
+    headers.remove(header::AUTHORIZATION);
+    let theirs: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| k.as_str().starts_with("impersonate-"))
+        .cloned()
+        .collect();
+    for k in theirs {
+        headers.remove(k);
+    }
+    let value =
+        |v: &str| HeaderValue::from_str(v).map_err(|_| AuthError::Unforwardable(format!("{v:?}")));
+    headers.insert(USER, value(&user.name)?);
+    for g in &user.groups {
+        // The apiserver adds it to every impersonated user itself.
+        if g != ALL_AUTHENTICATED {
+            headers.append(GROUP, value(g)?);
+        }
+    }
+    for (key, values) in &user.extra {
+        let name =
+            HeaderName::from_bytes(format!("{EXTRA_PREFIX}{}", escape_extra_key(key)).as_bytes())
+                .map_err(|_| AuthError::Unforwardable(format!("{key:?}")))?;
+        for v in values {
+            headers.append(name.clone(), value(v)?);
+        }
+    }
+    if !user.uid.is_empty() {
+        headers.insert("impersonate-uid", value(&user.uid)?);
+    }
+    Ok(())
+}
+
+/// An extra's key as client-go writes it into a header name: bytes a
+/// header name may not hold percent-encoded.
+fn escape_extra_key(key: &str) -> String {
+    let mut out = String::new();
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn splice_upgrade(

@@ -89,3 +89,20 @@ fn status_body_response(s: &Status, body: Bytes) -> Response<Body> {
     }
     r
 }
+
+/// Go's `http.Error`: the text and a newline, as plain text, not to be
+/// sniffed.
+pub fn plain_text(status: StatusCode, text: String) -> Response<Body> {
+    let mut r = Response::new(body::full(format!("{text}\n")));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}

@@ -71,9 +71,18 @@ pub enum Route {
     Forward(ForwardReason),
 }
 
-/// Decides the request and, when the cache can answer it, reads.
+/// Decides the request and, when the cache can answer it, reads. A read
+/// the cache may answer is authorized for the client first, before its
+/// type's cache is touched (and so started).
 pub async fn route(state: &ServeState, request: &Request) -> Route {
-    let read = match decide(&state.cache, state.consistent, request) {
+    let target = match resolve(&state.cache, request) {
+        Ok(t) => t,
+        Err(route) => return route,
+    };
+    if let Err(e) = super::auth::authorize_read(state.access.as_deref(), request).await {
+        return Route::Refused(e.into());
+    }
+    let read = match plan(&state.cache, state.consistent, request, target) {
         Ok(read) => read,
         Err(route) => return route,
     };
@@ -135,12 +144,31 @@ fn representation(
 }
 
 /// Whether the cache can answer the request, and how: the decision that
-/// needs no reading. `Err` is the route it takes instead.
+/// needs no reading. `Err` is the route it takes instead. (The serving
+/// path authorizes between [`resolve`] and [`plan`].)
 pub fn decide(
     cache: &Arc<Cache>,
     consistent: ConsistentReads,
     request: &Request,
 ) -> Result<CacheRead, Route> {
+    let target = resolve(cache, request)?;
+    plan(cache, consistent, request, target)
+}
+
+/// A read of a type the cache could answer, before the type's cache is
+/// touched.
+pub struct Target<'r> {
+    discovery: Arc<crate::upstream::discovery::Discovery>,
+    gvr: crate::resource::GroupVersionResource,
+    rp: &'r crate::request::ResourcePath,
+    shape: Shape,
+    /// The namespace the read is in (not a namespace object's own name).
+    namespace: Option<String>,
+}
+
+/// The type a read names, if the cache may answer it: everything decided
+/// from the request and discovery alone.
+pub fn resolve<'r>(cache: &Arc<Cache>, request: &'r Request) -> Result<Target<'r>, Route> {
     use ForwardReason as F;
     let forward = |reason| Err(Route::Forward(reason));
     if request.method != Method::GET {
@@ -177,6 +205,34 @@ pub fn decide(
     if rp.name.is_some() && rt.namespaced && namespace.is_none() {
         return forward(F::Scope);
     }
+    Ok(Target {
+        gvr,
+        discovery,
+        rp,
+        shape,
+        namespace,
+    })
+}
+
+/// How the cache answers a resolved read, its type's cache started if it
+/// was not.
+pub fn plan(
+    cache: &Arc<Cache>,
+    consistent: ConsistentReads,
+    request: &Request,
+    target: Target<'_>,
+) -> Result<CacheRead, Route> {
+    use ForwardReason as F;
+    let forward = |reason| Err(Route::Forward(reason));
+    let Target {
+        discovery,
+        gvr,
+        rp,
+        shape,
+        namespace,
+    } = target;
+    let rt = discovery.get(&gvr).expect("resolved from this discovery");
+    let opts = &request.options;
     let tc = cache.type_cache(rt);
     if !tc.is_synced() {
         return forward(F::NotSynced);

@@ -2,9 +2,11 @@
 //! forwarded requests go through, and the settings they are decided by
 //! (consistent reads, authentication and authorization).
 
-use super::auth::AuthConfig;
+use super::auth::{AuthConfig, AuthMode};
+use crate::access::Access;
 use crate::cache::Cache;
-use crate::upstream::Upstream;
+use crate::upstream::auth::Credentials;
+use crate::upstream::{Upstream, UpstreamConfig, UpstreamError};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -24,8 +26,49 @@ pub struct ServeState {
     /// The client forwarded requests go through (its connections run on
     /// the serving runtime, unlike the cache's).
     pub forward: Arc<Upstream>,
+    /// authorize mode: the same upstream without kubecache's credentials,
+    /// which requests forwarded with a client's own go through.
+    pub forward_as_client: Option<Arc<Upstream>>,
     pub consistent: ConsistentReads,
     pub auth: AuthConfig,
+    /// authorize mode: the upstream's reviews of clients.
+    pub access: Option<Arc<Access>>,
     pub shutting_down: AtomicBool,
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
+}
+
+impl ServeState {
+    /// What serving shares, its upstream clients made from `upstream`: in
+    /// authorize mode, also one presenting none of kubecache's credentials
+    /// (for requests forwarded with a client's own) and the reviews.
+    pub fn new(
+        cache: Arc<Cache>,
+        upstream: &UpstreamConfig,
+        consistent: ConsistentReads,
+        auth: AuthConfig,
+        prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    ) -> Result<ServeState, UpstreamError> {
+        let forward = Upstream::new(upstream)?;
+        let (forward_as_client, access) = match auth.mode {
+            AuthMode::TrustLocal => (None, None),
+            AuthMode::Authorize => {
+                let bare = UpstreamConfig {
+                    credentials: Credentials::default(),
+                    ..upstream.clone()
+                };
+                let access = Access::new(forward.clone(), auth.access.clone());
+                (Some(Upstream::new(&bare)?), Some(Arc::new(access)))
+            }
+        };
+        Ok(ServeState {
+            cache,
+            forward,
+            forward_as_client,
+            consistent,
+            auth,
+            access,
+            shutting_down: AtomicBool::new(false),
+            prometheus,
+        })
+    }
 }

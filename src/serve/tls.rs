@@ -12,7 +12,8 @@
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,18 @@ pub enum TlsError {
         #[source]
         source: pem::Error,
     },
+    #[error("client CA {path}: a certificate in it cannot be a CA: {source}")]
+    CaCertificate {
+        path: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+    #[error("client CA {path}: {source}")]
+    ClientCa {
+        path: PathBuf,
+        #[source]
+        source: rustls::server::VerifierBuilderError,
+    },
     #[error("the private key in {key} does not go with the certificate in {cert}: {source}")]
     Key {
         cert: PathBuf,
@@ -52,6 +65,14 @@ pub enum TlsError {
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
+}
+
+/// What serving TLS takes: the serving pair, and the verifier of client
+/// certificates when clients may authenticate with one.
+#[derive(Debug, Clone)]
+pub struct TlsServing {
+    pub cert: Arc<ServingCert>,
+    pub clients: Option<Arc<dyn ClientCertVerifier>>,
 }
 
 /// The files' contents as last read.
@@ -86,13 +107,21 @@ impl ServingCert {
         }))
     }
 
-    /// A rustls configuration serving this pair, HTTP/2 preferred.
-    pub fn server_config(self: &Arc<Self>) -> Arc<ServerConfig> {
-        let mut config = ServerConfig::builder_with_provider(provider())
+    /// A rustls configuration serving this pair, HTTP/2 preferred; with
+    /// `clients`, asking clients for a certificate it verifies (one that
+    /// does not verify fails the handshake; none is fine).
+    pub fn server_config(
+        self: &Arc<Self>,
+        clients: Option<Arc<dyn ClientCertVerifier>>,
+    ) -> Arc<ServerConfig> {
+        let builder = ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
-            .expect("ring supports the default protocol versions")
-            .with_no_client_auth()
-            .with_cert_resolver(self.clone());
+            .expect("ring supports the default protocol versions");
+        let builder = match clients {
+            Some(v) => builder.with_client_cert_verifier(v),
+            None => builder.with_no_client_auth(),
+        };
+        let mut config = builder.with_cert_resolver(self.clone());
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Arc::new(config)
     }
@@ -143,6 +172,42 @@ impl ResolvesServerCert for ServingCert {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         Some(self.current.read().expect("not poisoned").1.clone())
     }
+}
+
+/// A verifier of client certificates against the CA certificates of a
+/// PEM file (`--client-ca-file`): chains to one of them, valid now, fit
+/// for client authentication — what the apiserver's x509 authenticator
+/// checks. Clients without a certificate are let through, to be
+/// authenticated otherwise. X.509 v1 certificates are refused (webpki
+/// reads v3 only); the apiserver takes them.
+pub fn client_verifier(path: &Path) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+    let pem = std::fs::read(path).map_err(|source| TlsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|source| TlsError::Pem {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        roots.add(cert).map_err(|source| TlsError::CaCertificate {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    if roots.is_empty() {
+        return Err(TlsError::NoCertificate {
+            path: path.to_path_buf(),
+        });
+    }
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+        .allow_unauthenticated()
+        .build()
+        .map_err(|source| TlsError::ClientCa {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -263,7 +328,7 @@ mod tests {
         assert_ne!(served(&serving), first);
         assert!(!serving.reload().unwrap());
         // ALPN: HTTP/2 first.
-        let config = serving.server_config();
+        let config = serving.server_config(None);
         assert_eq!(
             config.alpn_protocols,
             [b"h2".to_vec(), b"http/1.1".to_vec()]

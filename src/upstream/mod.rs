@@ -344,15 +344,35 @@ impl Upstream {
         self.send(req).await
     }
 
+    /// A POST of a JSON body the proxy makes for itself (its reviews of
+    /// clients); the whole answer, non-2xx answers being errors.
+    pub async fn post_json(&self, path: &str, json: Vec<u8>) -> Result<Bytes, UpstreamError> {
+        let req = Request::post(self.uri(path))
+            .header(header::ACCEPT, "application/json")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(
+                header::USER_AGENT,
+                concat!("kubecache/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(body::full(json))
+            .expect("a POST with fixed headers is a valid request");
+        let resp = self.send(req).await?;
+        Self::whole(resp, path).await
+    }
+
     /// A GET whose whole body is wanted; non-2xx answers are errors.
     pub async fn get_bytes(&self, path_and_query: &str) -> Result<Bytes, UpstreamError> {
         let resp = self.get(path_and_query).await?;
+        Self::whole(resp, path_and_query).await
+    }
+
+    async fn whole(resp: Response<Incoming>, path: &str) -> Result<Bytes, UpstreamError> {
         let status = resp.status();
         let body = resp.into_body().collect().await?.to_bytes();
         if !status.is_success() {
             return Err(UpstreamError::Status {
                 status,
-                path: path_and_query.to_string(),
+                path: path.to_string(),
                 body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
             });
         }

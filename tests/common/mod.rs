@@ -1,5 +1,6 @@
 //! Helpers for the integration tests, which each include this module
-//! (`mod common; use common::*;`): the servers (`servers`), an HTTP client
+//! (`mod common; use common::*;`): the servers (`servers`), certificates
+//! and HTTPS clients (`certs`), an HTTP client
 //! (`http_client`), watches and convergence (`watch`), Table comparison
 //! (`tables`), kubectl (`kubectl`), objects made upstream (`upstream`),
 //! scratch names and scripts (`scratch`), a scenario's time limit
@@ -9,6 +10,7 @@
 // and the re-exports below of what it does not use, are not worth a warning.
 #![allow(dead_code)]
 
+mod certs;
 pub mod fixtures;
 mod http_client;
 mod kubectl;
@@ -21,6 +23,6 @@ mod watch;
 
 #[allow(unused_imports)]
 pub use self::{
-    http_client::*, kubectl::*, scratch::*, servers::*, tables::*, timeouts::*, upstream::*,
-    watch::*,
+    certs::*, http_client::*, kubectl::*, scratch::*, servers::*, tables::*, timeouts::*,
+    upstream::*, watch::*,
 };

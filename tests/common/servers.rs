@@ -7,14 +7,13 @@ use super::http_client::get;
 use http::Method;
 use kubecache::cache::Cache;
 use kubecache::reflector::ReflectorConfig;
-use kubecache::serve::auth::AuthConfig;
-use kubecache::serve::tls::ServingCert;
+use kubecache::serve::auth::{AuthConfig, AuthMode};
+use kubecache::serve::tls::{ServingCert, TlsServing};
 use kubecache::serve::{ConsistentReads, ServeState};
 use kubecache::store::HistoryLimits;
-use kubecache::upstream::{Upstream, UpstreamConfig};
+use kubecache::upstream::UpstreamConfig;
 use kubecache_sim::{Sim, SimOptions};
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,7 +85,7 @@ pub struct ProxyBuilder {
     consistent: ConsistentReads,
     reflector: ReflectorConfig,
     auth: AuthConfig,
-    tls: Option<Arc<ServingCert>>,
+    tls: Option<TlsServing>,
 }
 
 impl ProxyBuilder {
@@ -101,7 +100,29 @@ impl ProxyBuilder {
     }
     /// Serve HTTPS with this certificate (reloaded as its files change).
     pub fn tls(mut self, cert: Arc<ServingCert>) -> Self {
-        self.tls = Some(cert);
+        self.tls = Some(TlsServing {
+            cert,
+            clients: None,
+        });
+        self
+    }
+    /// Verify client certificates against the CA of this PEM file (with
+    /// `tls`, after it).
+    pub fn client_ca(mut self, ca: &std::path::Path) -> Self {
+        let tls = self.tls.as_mut().expect("client_ca goes with tls");
+        tls.clients = Some(kubecache::serve::tls::client_verifier(ca).unwrap());
+        self.auth.client_ca = Some(ca.to_path_buf());
+        self
+    }
+    /// authorize mode, with these review settings.
+    pub fn authorize(mut self, access: kubecache::access::AccessConfig) -> Self {
+        self.auth.mode = AuthMode::Authorize;
+        self.auth.access = access;
+        self
+    }
+    /// authorize: answer requests without credentials 401.
+    pub fn no_anonymous(mut self) -> Self {
+        self.auth.anonymous = false;
         self
     }
     /// trust-local's exec and attach (refused by default).
@@ -137,14 +158,8 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let state = Arc::new(ServeState {
-        cache: cache.clone(),
-        forward: Upstream::new(&b.upstream).unwrap(),
-        consistent: b.consistent,
-        auth: b.auth,
-        shutting_down: AtomicBool::new(false),
-        prometheus: None,
-    });
+    let state = ServeState::new(cache.clone(), &b.upstream, b.consistent, b.auth, None);
+    let state = Arc::new(state.unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let scheme = if b.tls.is_some() { "https" } else { "http" };
     tokio::spawn(kubecache::serve::run(

@@ -1,0 +1,200 @@
+//! Who a client is and what it may do, decided by the upstream: bearer
+//! tokens through its `TokenReview`, each read kubecache answers through
+//! its `SubjectAccessReview` (asked with kubecache's own identity), client
+//! certificates read as its x509 authenticator reads them, and
+//! `Impersonate-*` headers allowed as its impersonation filter allows
+//! them.
+//!
+//! Reviews are cached as the apiserver's webhook authenticator and
+//! authorizer cache theirs: token reviews for `token_ttl` (2 min), allowed
+//! decisions for `allowed_ttl` (5 min) and refusals for `denied_ttl`
+//! (30 s), at most `max_entries` of each. Identical reviews asked at once
+//! are asked upstream once (the first asker's, the others wait for it). A
+//! review that fails is not cached. Tokens are kept only as their SHA-256.
+
+pub mod attributes;
+pub mod cert;
+pub mod impersonate;
+pub mod review;
+
+pub use attributes::Attributes;
+pub use review::Decision;
+
+use crate::request::UserInfo;
+use crate::upstream::{Upstream, UpstreamError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// The upstream could not be asked, or answered with an error.
+    #[error("{review} failed: {source}")]
+    Review {
+        review: &'static str,
+        #[source]
+        source: UpstreamError,
+    },
+    /// The upstream's answer was not a review.
+    #[error("{review} failed: its answer does not decode: {source}")]
+    Decode {
+        review: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl AccessError {
+    /// What a client is told of it: which review failed and how, not the
+    /// upstream's answer to kubecache (that is for kubecache's log).
+    pub fn client_text(&self) -> String {
+        match self {
+            AccessError::Review {
+                review,
+                source: UpstreamError::Status { status, .. },
+            } => format!("{review} failed: the upstream answered {status}"),
+            AccessError::Review { review, .. } => {
+                format!("{review} failed: the upstream could not be reached")
+            }
+            AccessError::Decode { review, .. } => {
+                format!("{review} failed: the upstream's answer does not decode")
+            }
+        }
+    }
+}
+
+/// How reviews are asked and kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessConfig {
+    /// The audiences a token must be for (`--authentication-token-audiences`;
+    /// none: the upstream's own).
+    pub audiences: Vec<String>,
+    pub token_ttl: Duration,
+    pub allowed_ttl: Duration,
+    pub denied_ttl: Duration,
+    /// At most this many token reviews, and as many decisions, are kept.
+    pub max_entries: u64,
+}
+
+impl Default for AccessConfig {
+    fn default() -> Self {
+        AccessConfig {
+            audiences: Vec::new(),
+            token_ttl: Duration::from_secs(120),
+            allowed_ttl: Duration::from_secs(300),
+            denied_ttl: Duration::from_secs(30),
+            max_entries: 10_000,
+        }
+    }
+}
+
+type TokenKey = [u8; 32];
+type DecisionKey = Arc<(UserInfo, Attributes)>;
+
+/// Each decision kept for its own TTL: allowed or refused.
+struct DecisionTtl {
+    allowed: Duration,
+    denied: Duration,
+}
+
+impl moka::Expiry<DecisionKey, Decision> for DecisionTtl {
+    fn expire_after_create(&self, _: &DecisionKey, d: &Decision, _: Instant) -> Option<Duration> {
+        Some(if d.allowed { self.allowed } else { self.denied })
+    }
+}
+
+/// The reviews, asked upstream and cached.
+pub struct Access {
+    upstream: Arc<Upstream>,
+    config: AccessConfig,
+    tokens: moka::future::Cache<TokenKey, Option<UserInfo>>,
+    decisions: moka::future::Cache<DecisionKey, Decision>,
+}
+
+impl Access {
+    /// Reviews asked through `upstream`, which presents kubecache's own
+    /// credentials.
+    pub fn new(upstream: Arc<Upstream>, config: AccessConfig) -> Access {
+        let tokens = moka::future::Cache::builder()
+            .max_capacity(config.max_entries)
+            .time_to_live(config.token_ttl)
+            .build();
+        let decisions = moka::future::Cache::builder()
+            .max_capacity(config.max_entries)
+            .expire_after(DecisionTtl {
+                allowed: config.allowed_ttl,
+                denied: config.denied_ttl,
+            })
+            .build();
+        Access {
+            upstream,
+            config,
+            tokens,
+            decisions,
+        }
+    }
+
+    /// Who a bearer token is: `None` when the upstream does not take it.
+    pub async fn token_user(&self, token: &str) -> Result<Option<UserInfo>, Arc<AccessError>> {
+        let key: TokenKey = ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
+            .as_ref()
+            .try_into()
+            .expect("SHA-256 is 32 bytes");
+        let mut asked = false;
+        let found = self
+            .tokens
+            .try_get_with(key, async {
+                asked = true;
+                const REVIEW: &str = "TokenReview";
+                let body = review::token_review(token, &self.config.audiences);
+                let answer = self.post(REVIEW, review::TOKEN_REVIEWS, body).await?;
+                review::token_reviewed(&answer, &self.config.audiences).map_err(|source| {
+                    AccessError::Decode {
+                        review: REVIEW,
+                        source,
+                    }
+                })
+            })
+            .await;
+        crate::metrics::review_cache("token", asked, found.is_ok());
+        found
+    }
+
+    /// Whether `user` may do what `attributes` say.
+    pub async fn decide(
+        &self,
+        user: &UserInfo,
+        attributes: &Attributes,
+    ) -> Result<Decision, Arc<AccessError>> {
+        let key = Arc::new((user.clone(), attributes.clone()));
+        let mut asked = false;
+        let found = self
+            .decisions
+            .try_get_with(key, async {
+                asked = true;
+                const REVIEW: &str = "SubjectAccessReview";
+                let body = review::access_review(user, attributes);
+                let answer = self
+                    .post(REVIEW, review::SUBJECT_ACCESS_REVIEWS, body)
+                    .await?;
+                review::access_reviewed(&answer).map_err(|source| AccessError::Decode {
+                    review: REVIEW,
+                    source,
+                })
+            })
+            .await;
+        crate::metrics::review_cache("access", asked, found.is_ok());
+        found
+    }
+
+    async fn post(
+        &self,
+        review: &'static str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<bytes::Bytes, AccessError> {
+        self.upstream
+            .post_json(path, body)
+            .await
+            .map_err(|source| AccessError::Review { review, source })
+    }
+}
