@@ -38,3 +38,33 @@ pub fn channel(depth: usize) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
     let (tx, rx) = tokio::sync::mpsc::channel(depth);
     (tx, ChannelBody(rx).boxed_unsync())
 }
+
+/// A body that keeps `held` alive until it is done (or dropped): what a
+/// response must hold for as long as it streams.
+pub fn holding<T: Send + Unpin + 'static>(body: Body, held: T) -> Body {
+    Holding { body, _held: held }.boxed_unsync()
+}
+
+struct Holding<T> {
+    body: Body,
+    _held: T,
+}
+
+impl<T: Unpin> http_body::Body for Holding<T> {
+    type Data = Bytes;
+    type Error = BoxError;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}

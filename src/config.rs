@@ -3,6 +3,7 @@
 
 use crate::access::AccessConfig;
 use crate::serve::auth::{AuthConfig, AuthMode};
+use crate::serve::limits::LimitsConfig;
 use crate::serve::tls::{self as serving_tls, ServingCert, TlsError, TlsFiles, TlsServing};
 use crate::serve::ConsistentReads;
 use crate::store::HistoryLimits;
@@ -70,6 +71,16 @@ pub struct FileConfig {
     pub authorization_cache_unauthorized_ttl: Option<String>,
     /// authorize: at most this many token reviews, and as many decisions.
     pub review_cache_entries: Option<u64>,
+    /// Requests (watches aside) one user may have open at once (429 over).
+    pub max_requests_per_user: Option<usize>,
+    /// Watches one user may have open at once (429 over).
+    pub max_watches_per_user: Option<usize>,
+    /// The longest request path and query, in bytes (414 over).
+    pub max_url_bytes: Option<usize>,
+    /// The largest request header section, in bytes (431 over).
+    pub max_request_header_bytes: Option<usize>,
+    /// The largest forwarded request body, in bytes (413 over).
+    pub max_request_body_bytes: Option<u64>,
     /// Serve TLS with this certificate (and chain), PEM; with the key.
     pub tls_cert_file: Option<PathBuf>,
     pub tls_private_key_file: Option<PathBuf>,
@@ -88,6 +99,7 @@ pub struct ServeConfig {
     pub upstream: UpstreamConfig,
     pub consistent_reads: ConsistentReads,
     pub auth: AuthConfig,
+    pub limits: LimitsConfig,
     /// The serving certificate, loaded (and reloaded as its files change),
     /// and the client CA's verifier.
     pub tls: Option<TlsServing>,
@@ -197,6 +209,25 @@ impl FileConfig {
             None => None,
         };
         let tls = cert.map(|cert| TlsServing { cert, clients });
+        let d = LimitsConfig::default();
+        let limits = LimitsConfig {
+            requests_per_user: self.max_requests_per_user.unwrap_or(d.requests_per_user),
+            watches_per_user: self.max_watches_per_user.unwrap_or(d.watches_per_user),
+            max_url_bytes: self.max_url_bytes.unwrap_or(d.max_url_bytes),
+            max_header_bytes: self.max_request_header_bytes.unwrap_or(d.max_header_bytes),
+            max_body_bytes: self.max_request_body_bytes.unwrap_or(d.max_body_bytes),
+        };
+        if limits.requests_per_user == 0 || limits.watches_per_user == 0 {
+            return Err(ConfigError::Invalid(
+                "maxRequestsPerUser and maxWatchesPerUser must be at least 1".into(),
+            ));
+        }
+        // hyper's smallest read buffer.
+        if limits.max_header_bytes < 8192 {
+            return Err(ConfigError::Invalid(
+                "maxRequestHeaderBytes must be at least 8192".into(),
+            ));
+        }
         let defaults = HistoryLimits::default();
         let history = HistoryLimits {
             capacity: self.history_capacity.unwrap_or(defaults.capacity),
@@ -220,6 +251,7 @@ impl FileConfig {
             upstream,
             consistent_reads: self.consistent_reads.unwrap_or_default(),
             auth,
+            limits,
             tls,
             history,
             drain: Duration::from_secs(self.drain_seconds.unwrap_or(30)),

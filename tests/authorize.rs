@@ -11,6 +11,7 @@
 //! - a revoked RoleBinding stops access through kubecache within the
 //!   allowed decisions' TTL;
 //! - a request nobody was allowed to make starts no reflector;
+//! - a user over its watch limit gets 429 while another user proceeds;
 //! - no token appears in kubecache's log.
 #![cfg(feature = "real-apiserver")]
 
@@ -21,6 +22,7 @@ use common::*;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
 use kubecache::access::AccessConfig;
+use kubecache::serve::limits::LimitsConfig;
 use kubecache::serve::tls::ServingCert;
 use kubecache::upstream::UpstreamConfig;
 use serde_json::json;
@@ -56,6 +58,14 @@ fn rbac() -> Rbac {
 /// reading it as admin, with client certificates verified against
 /// .ci/client-certs' CA; and the CA its serving certificate chains to.
 async fn kubecache(r: &Rbac, access: AccessConfig) -> (Proxy, PathBuf) {
+    kubecache_limited(r, access, LimitsConfig::default()).await
+}
+
+async fn kubecache_limited(
+    r: &Rbac,
+    access: AccessConfig,
+    limits: LimitsConfig,
+) -> (Proxy, PathBuf) {
     let ca = TestCa::new("kubecache authorize test CA");
     let dir = std::env::temp_dir().join(format!("kubecache-authz-{}", unique_suffix()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -71,6 +81,7 @@ async fn kubecache(r: &Rbac, access: AccessConfig) -> (Proxy, PathBuf) {
         .tls(ServingCert::load(&files).unwrap())
         .client_ca(&r.certs.join("ca.crt"))
         .authorize(access)
+        .limits(limits)
         .start()
         .await;
     (proxy, ca.pem_file(&dir))
@@ -633,6 +644,61 @@ async fn a_deleted_role_binding_stops_reads_within_the_allowed_ttl() {
             assert!(deleted.elapsed() < ttl + Duration::from_secs(3), "still allowed after {:?}", deleted.elapsed());
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_user_over_its_watch_limit_gets_429_while_another_proceeds() {
+    within(120, async {
+        let r = rbac();
+        let ns = format!("authz-limits-{}", unique_suffix());
+        ensure_namespace(&r.insecure, &ns).await;
+        let reads = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]);
+        grant(&r.insecure, Some(&ns), "nobody-reads", reads.clone(), ("User", "nobody")).await;
+        grant(&r.insecure, Some(&ns), "lister-reads", reads, ("User", "lister")).await;
+        let limits = LimitsConfig {
+            watches_per_user: 2,
+            ..LimitsConfig::default()
+        };
+        let (proxy, proxy_ca) = kubecache_limited(&r, AccessConfig::default(), limits).await;
+        let client = https_client(&proxy_ca, None);
+        let url = format!("{}/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=0", proxy.url);
+        let open = |user: &'static str| {
+            let (client, url) = (client.clone(), url.clone());
+            async move {
+                let req = http::Request::get(&url)
+                    .header("authorization", format!("Bearer {}", token(user)))
+                    .body(Full::new(Bytes::new()))
+                    .unwrap();
+                client.request(req).await.unwrap()
+            }
+        };
+        // RBAC's informers take a moment to see the new bindings.
+        let mut first = open("nobody").await;
+        for _ in 0..50 {
+            if first.status() == 200 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            first = open("nobody").await;
+        }
+        assert_eq!(first.status(), 200);
+        let second = open("nobody").await;
+        assert_eq!(second.status(), 200);
+        let third = open("nobody").await;
+        assert_eq!(third.status(), 429);
+        assert_eq!(third.headers()["retry-after"], "1");
+        let mut other = open("lister").await;
+        for _ in 0..50 {
+            if other.status() == 200 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            other = open("lister").await;
+        }
+        assert_eq!(other.status(), 200, "another user is not held back");
+        drop((first, second, other));
     })
     .await
 }

@@ -73,6 +73,8 @@ fn the_standalone_overlay_renders_loads_and_is_accepted() {
         kinds(&objs),
         [
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "ConfigMap",
             "Deployment",
@@ -84,20 +86,45 @@ fn the_standalone_overlay_renders_loads_and_is_accepted() {
     );
     let files = config_files(&objs);
     let cfg = load_config(&files[0].1);
-    assert_eq!(cfg.listen.as_deref(), Some("0.0.0.0:8001"));
-    // Serving other pods, never with its own identity for them all.
+    assert_eq!(cfg.listen.as_deref(), Some("0.0.0.0:8443"));
+    // Serving other pods, each as itself, over TLS from the Secret.
     assert_eq!(cfg.auth_mode, Some(AuthMode::Authorize));
+    assert_eq!(
+        cfg.tls_cert_file.as_deref(),
+        Some(Path::new("/etc/kubecache/tls/tls.crt"))
+    );
     assert!(
         cfg.upstream.is_none() && cfg.kubeconfig.is_none(),
         "in-cluster"
     );
-    // The shared proxy must not be able to read Secrets for its clients.
-    let role = objs.iter().find(|o| o["kind"] == "ClusterRole").unwrap();
-    let text = serde_json::to_string(role).unwrap();
+    let role = |name: &str| {
+        let r = objs
+            .iter()
+            .find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == name)
+            .unwrap();
+        serde_json::to_string(r).unwrap()
+    };
+    // What it caches for everyone: read-only, no Secrets, no wildcard.
+    let reader = role("kubecache-reader");
     assert!(
-        !text.contains("secrets") && !text.contains("\"*\""),
-        "{text}"
+        !reader.contains("secrets") && !reader.contains("\"*\""),
+        "{reader}"
     );
+    // What authorize mode needs: the reviews, impersonation, Secrets.
+    let authorize = role("kubecache-authorize");
+    for needed in [
+        "tokenreviews",
+        "subjectaccessreviews",
+        "impersonate",
+        "secrets",
+    ] {
+        assert!(authorize.contains(needed), "{needed}: {authorize}");
+    }
+    assert!(!authorize.contains("\"*\""), "{authorize}");
+    let deployment = objs.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let volumes =
+        serde_json::to_string(&deployment["spec"]["template"]["spec"]["volumes"]).unwrap();
+    assert!(volumes.contains("kubecache-tls"), "{volumes}");
     dry_run(&yaml);
 }
 

@@ -243,6 +243,25 @@ struct ServeArgs {
     /// authorize: how long a refusal is kept (default 30s).
     #[arg(long)]
     authorization_webhook_cache_unauthorized_ttl: Option<String>,
+    /// Requests (watches aside) one user may have open at once; more get
+    /// 429 with Retry-After (default 400).
+    #[arg(long)]
+    max_requests_per_user: Option<usize>,
+    /// Watches one user may have open at once; more get 429 (default 1000).
+    #[arg(long)]
+    max_watches_per_user: Option<usize>,
+    /// The longest request path and query in bytes; longer get 414
+    /// (default 65536).
+    #[arg(long)]
+    max_url_bytes: Option<usize>,
+    /// The largest request header section in bytes; larger get 431
+    /// (default 1048576, Go's).
+    #[arg(long)]
+    max_request_header_bytes: Option<usize>,
+    /// The largest forwarded request body in bytes; larger get 413
+    /// (default 3145728, the apiserver's).
+    #[arg(long)]
+    max_request_body_bytes: Option<u64>,
     /// trust-local: pass on pods' exec and attach (refused otherwise, as
     /// kubectl proxy refuses them).
     #[arg(long)]
@@ -319,6 +338,13 @@ impl ServeArgs {
         file.authorization_cache_unauthorized_ttl = self
             .authorization_webhook_cache_unauthorized_ttl
             .or(file.authorization_cache_unauthorized_ttl);
+        file.max_requests_per_user = self.max_requests_per_user.or(file.max_requests_per_user);
+        file.max_watches_per_user = self.max_watches_per_user.or(file.max_watches_per_user);
+        file.max_url_bytes = self.max_url_bytes.or(file.max_url_bytes);
+        file.max_request_header_bytes = self
+            .max_request_header_bytes
+            .or(file.max_request_header_bytes);
+        file.max_request_body_bytes = self.max_request_body_bytes.or(file.max_request_body_bytes);
         file.tls_cert_file = self.tls_cert_file.or(file.tls_cert_file);
         file.tls_private_key_file = self.tls_private_key_file.or(file.tls_private_key_file);
         file.into_serve()
@@ -377,6 +403,7 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
         &cfg.upstream,
         cfg.consistent_reads,
         cfg.auth,
+        cfg.limits,
         Some(prometheus),
     )
     .map_err(CliError::Upstream)?;

@@ -3,6 +3,7 @@
 //! answer with (the HTTP edge; a watch's ERROR event is an edge too).
 
 use super::auth::AuthError;
+use super::limits::LimitError;
 use super::read::ReadError;
 use super::watch::WatchError;
 use crate::access::impersonate::ImpersonateError;
@@ -28,6 +29,9 @@ pub enum ServeError {
     /// Refused before it was decided: who it is, or what it asks.
     #[error("authenticating or authorizing the request")]
     Auth(#[from] AuthError),
+    /// Over one of its user's limits, or too big.
+    #[error("the request's limits")]
+    Limit(#[from] LimitError),
 }
 
 impl From<&OptionsError> for Status {
@@ -157,6 +161,45 @@ impl From<&AuthError> for Status {
     }
 }
 
+impl From<&LimitError> for Status {
+    fn from(e: &LimitError) -> Status {
+        match e {
+            // Answered as plain text (`too_many_requests_text`); this is
+            // what a watch's edge would say.
+            LimitError::TooManyRequests { .. } | LimitError::TooManyWatches { .. } => {
+                let mut s = Status::new(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.",
+                );
+                s.retry_after = Some(1);
+                s
+            }
+            LimitError::UriTooLong { len, limit } => Status::new(
+                414,
+                "RequestURITooLong",
+                format!("the request's URI is {len} bytes; kubecache takes at most {limit}"),
+            ),
+            LimitError::BodyTooLarge { limit, .. } => Status::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: limit is {limit}"),
+            ),
+        }
+    }
+}
+
+/// The apiserver's answer to a client over its flow-control share (its
+/// `tooManyRequests`: plain text, `Retry-After: 1`).
+pub fn too_many_requests_text(e: &ServeError) -> Option<&'static str> {
+    match e {
+        ServeError::Limit(
+            LimitError::TooManyRequests { .. } | LimitError::TooManyWatches { .. },
+        ) => Some("Too many requests, please try again later."),
+        _ => None,
+    }
+}
+
 /// The apiserver's `InternalError` text for the errors it answers with one
 /// (an authorizer's, a malformed impersonation), quoting the request's
 /// URI; `None` for the errors answered with a `Status`.
@@ -196,6 +239,7 @@ impl From<&ServeError> for Status {
             ServeError::Read(e) => e.into(),
             ServeError::Forward(e) => e.into(),
             ServeError::Auth(e) => e.into(),
+            ServeError::Limit(e) => e.into(),
         }
     }
 }

@@ -100,11 +100,34 @@ pub async fn serve_http<F, Fut>(
     F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
 {
+    serve_http_limited(listener, tls, None, handler, shutdown, drain).await
+}
+
+/// [`serve_http`], with requests' header sections limited to
+/// `max_header_bytes` (HTTP/1: 431, as hyper and Go answer; HTTP/2: the
+/// same, from h2) instead of hyper's defaults.
+pub async fn serve_http_limited<F, Fut>(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    max_header_bytes: Option<usize>,
+    handler: F,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
+{
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // Header names as Go's net/http writes them (Content-Type, not
     // content-type): a client must not tell kubecache from the apiserver.
     builder.http1().title_case_headers(true);
+    if let Some(max) = max_header_bytes {
+        builder.http1().max_buf_size(max);
+        builder
+            .http2()
+            .max_header_list_size(u32::try_from(max).unwrap_or(u32::MAX));
+    }
     tokio::pin!(shutdown);
     loop {
         tokio::select! {

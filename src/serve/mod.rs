@@ -17,6 +17,7 @@
 pub mod auth;
 pub mod errors;
 pub mod health;
+pub mod limits;
 pub mod listener;
 pub mod passthrough;
 pub mod read;
@@ -46,6 +47,7 @@ use tokio::net::TcpListener;
 /// One request, phase by phase.
 pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Response<Body> {
     let mut request = Request::parse(req.method(), req.uri(), req.headers());
+    let mut slot = None;
     let route = match auth::admit(&state.auth, &request) {
         Ok(()) => {
             if let Some(resp) = health::probe(&state, &request.path, req.uri().query()) {
@@ -53,11 +55,14 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
             }
             let peer = req.extensions().get::<listener::PeerCertificates>();
             let access = state.access.as_deref();
-            let allowed = match auth::authenticate(&state.auth, access, &mut request, peer).await {
-                Ok(()) => auth::authorize(&state.auth, &request),
-                Err(e) => Err(e),
+            let allowed = async {
+                state.limits.check_size(&request, content_length(&req))?;
+                auth::authenticate(&state.auth, access, &mut request, peer).await?;
+                auth::authorize(&state.auth, &request)?;
+                slot = Some(state.limits.admit(&request)?);
+                Ok::<(), ServeError>(())
             };
-            match allowed {
+            match allowed.await {
                 Ok(()) if health::is_metrics(&state, &request.path) => {
                     match auth::authorize_path(access, &request).await {
                         Ok(()) => return health::metrics(&state),
@@ -65,7 +70,7 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
                     }
                 }
                 Ok(()) => route::route(&state, &request).await,
-                Err(e) => Route::Refused(e.into()),
+                Err(e) => Route::Refused(e),
             }
         }
         Err(e) => Route::Refused(e.into()),
@@ -78,7 +83,8 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         Route::Refused(e) => (error(&request, &e), ServedBy::Cache),
         Route::Forward(reason) => {
             metrics::forwarded(reason.as_str());
-            let resp = passthrough::forward(&state, &request.identity, req).await;
+            let max_body = state.limits.config.max_body_bytes;
+            let resp = passthrough::forward(&state, &request.identity, req, max_body).await;
             let resp = resp.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "upstream unreachable");
                 error(&request, &e)
@@ -92,7 +98,21 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         resp.status().as_u16(),
         served_by,
     );
-    resp
+    match slot {
+        // Held until the answer is written: a watch's for as long as it streams.
+        Some(slot) => limits::hold(resp, slot),
+        None => resp,
+    }
+}
+
+/// The body's declared length, if it declares one.
+fn content_length(req: &http::Request<Incoming>) -> Option<u64> {
+    req.headers()
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// An error made here, written as the apiserver writes it for this request.
@@ -100,6 +120,12 @@ fn error(request: &Request, e: &ServeError) -> Response<Body> {
     if let Some(text) = errors::internal_error_text(&request.request_uri, e) {
         // The apiserver's own `InternalError`: plain text, not a Status.
         return respond::plain_text(http::StatusCode::INTERNAL_SERVER_ERROR, text);
+    }
+    if let Some(text) = errors::too_many_requests_text(e) {
+        let mut r = respond::plain_text(http::StatusCode::TOO_MANY_REQUESTS, text.into());
+        r.headers_mut()
+            .insert(http::header::RETRY_AFTER, http::HeaderValue::from(1));
+        return r;
     }
     let status = Status::from(e);
     let mut resp = match e {
@@ -140,9 +166,11 @@ pub async fn run(
         t.cert.keep_reloading();
         t.cert.server_config(t.clients)
     });
-    listener::serve_http(
+    let max_header_bytes = state.limits.config.max_header_bytes;
+    listener::serve_http_limited(
         listener,
         tls,
+        Some(max_header_bytes),
         move |req| handle(state.clone(), req),
         shutdown,
         drain,

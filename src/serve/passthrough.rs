@@ -67,10 +67,13 @@ fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
 
 /// The request forwarded as `identity`, its answer streamed back; `Err`
 /// when the upstream could not be asked at all.
+/// A body longer than `max_body` (one without a declared length: those
+/// with one were refused before) is cut off there, and the request fails.
 pub async fn forward(
     state: &ServeState,
     identity: &Identity,
     mut req: Request<Incoming>,
+    max_body: u64,
 ) -> Result<Response<Body>, ServeError> {
     let up = match identity {
         Identity::Proxy => {
@@ -103,7 +106,9 @@ pub async fn forward(
     parts.headers.remove(header::HOST);
     strip_hop_by_hop(&mut parts.headers, upgrade);
     parts.version = http::Version::HTTP_11;
-    let body: Body = body.map_err(|e| Box::new(e) as BoxError).boxed_unsync();
+    let body: Body = http_body_util::Limited::new(body, max_body as usize)
+        .map_err(|e| e as BoxError)
+        .boxed_unsync();
     let resp = up
         .send(Request::from_parts(parts, body))
         .await

@@ -3,6 +3,7 @@
 //! (consistent reads, authentication and authorization).
 
 use super::auth::{AuthConfig, AuthMode};
+use super::limits::{Limits, LimitsConfig};
 use crate::access::Access;
 use crate::cache::Cache;
 use crate::upstream::auth::Credentials;
@@ -33,6 +34,8 @@ pub struct ServeState {
     pub auth: AuthConfig,
     /// authorize mode: the upstream's reviews of clients.
     pub access: Option<Arc<Access>>,
+    /// What each user and each request may take.
+    pub limits: Arc<Limits>,
     pub shutting_down: AtomicBool,
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
 }
@@ -46,6 +49,7 @@ impl ServeState {
         upstream: &UpstreamConfig,
         consistent: ConsistentReads,
         auth: AuthConfig,
+        limits: LimitsConfig,
         prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
     ) -> Result<ServeState, UpstreamError> {
         let forward = Upstream::new(upstream)?;
@@ -67,6 +71,7 @@ impl ServeState {
             consistent,
             auth,
             access,
+            limits: Limits::new(limits),
             shutting_down: AtomicBool::new(false),
             prometheus,
         })

@@ -123,3 +123,40 @@ pub async fn fetch_with(url: &str, headers: &[(&str, &str)]) -> (u16, String, Ve
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     (status, ct, body.to_vec())
 }
+
+/// A GET over HTTP/2 with prior knowledge (h2c): its status, or 0 when
+/// the stream was reset instead of answered.
+pub async fn h2_get_status(url: &str, headers: &[(&str, &str)]) -> u16 {
+    let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build(HttpConnector::new());
+    let mut req = Request::builder().uri(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    match client.request(req.body(Full::default()).unwrap()).await {
+        Ok(r) => r.status().as_u16(),
+        Err(_) => 0,
+    }
+}
+
+/// A JSON POST whose body is streamed in 1 KiB chunks with no declared
+/// length: its status, or 0 when the connection failed instead.
+pub async fn send_chunked(url: &str, body: String) -> u16 {
+    use http_body_util::StreamBody;
+    let chunks: Vec<Result<http_body::Frame<Bytes>, std::convert::Infallible>> = body
+        .into_bytes()
+        .chunks(1024)
+        .map(|c| Ok(http_body::Frame::data(Bytes::copy_from_slice(c))))
+        .collect();
+    let stream = StreamBody::new(futures::stream::iter(chunks));
+    let client = Client::builder(TokioExecutor::new()).build(HttpConnector::new());
+    let req = Request::post(url)
+        .header("content-type", "application/json")
+        .body(stream)
+        .unwrap();
+    match client.request(req).await {
+        Ok(r) => r.status().as_u16(),
+        Err(_) => 0,
+    }
+}

@@ -8,6 +8,7 @@ use http::Method;
 use kubecache::cache::Cache;
 use kubecache::reflector::ReflectorConfig;
 use kubecache::serve::auth::{AuthConfig, AuthMode};
+use kubecache::serve::limits::LimitsConfig;
 use kubecache::serve::tls::{ServingCert, TlsServing};
 use kubecache::serve::{ConsistentReads, ServeState};
 use kubecache::store::HistoryLimits;
@@ -85,6 +86,7 @@ pub struct ProxyBuilder {
     consistent: ConsistentReads,
     reflector: ReflectorConfig,
     auth: AuthConfig,
+    limits: LimitsConfig,
     tls: Option<TlsServing>,
 }
 
@@ -95,6 +97,7 @@ impl ProxyBuilder {
             consistent: ConsistentReads::Forward,
             reflector: ReflectorConfig::default(),
             auth: AuthConfig::default(),
+            limits: LimitsConfig::default(),
             tls: None,
         }
     }
@@ -118,6 +121,11 @@ impl ProxyBuilder {
     pub fn authorize(mut self, access: kubecache::access::AccessConfig) -> Self {
         self.auth.mode = AuthMode::Authorize;
         self.auth.access = access;
+        self
+    }
+    /// Per-user and per-request limits.
+    pub fn limits(mut self, l: LimitsConfig) -> Self {
+        self.limits = l;
         self
     }
     /// authorize: answer requests without credentials 401.
@@ -158,7 +166,14 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let state = ServeState::new(cache.clone(), &b.upstream, b.consistent, b.auth, None);
+    let state = ServeState::new(
+        cache.clone(),
+        &b.upstream,
+        b.consistent,
+        b.auth,
+        b.limits,
+        None,
+    );
     let state = Arc::new(state.unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let scheme = if b.tls.is_some() { "https" } else { "http" };
