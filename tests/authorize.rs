@@ -504,18 +504,26 @@ async fn every_answer_through_kubecache_is_the_apiservers_for_every_user() {
     .await
 }
 
+/// kubecache's `/readyz?verbose`, which anyone may read.
+async fn readyz(client: &HttpsClient, url: &str) -> String {
+    let (_, body) = ask(
+        client,
+        Method::GET,
+        &format!("{url}/readyz?verbose"),
+        &[],
+        None,
+    )
+    .await;
+    String::from_utf8_lossy(&body).into_owned()
+}
+
 /// Waits until kubecache's `/readyz?verbose` says `rt` synced.
 async fn wait_synced_https(client: &HttpsClient, url: &str, rt: &str) {
     for _ in 0..300 {
-        let (_, body) = ask(
-            client,
-            Method::GET,
-            &format!("{url}/readyz?verbose"),
-            &[],
-            None,
-        )
-        .await;
-        if String::from_utf8_lossy(&body).contains(&format!("[+]informer-sync/{rt} ok")) {
+        if readyz(client, url)
+            .await
+            .contains(&format!("[+]informer-sync/{rt} ok"))
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -551,15 +559,7 @@ async fn a_read_nobody_was_allowed_starts_no_reflector() {
                 );
             }
         }
-        let (_, ready) = ask(
-            &anonymous,
-            Method::GET,
-            &format!("{}/readyz?verbose", proxy.url),
-            &[],
-            None,
-        )
-        .await;
-        let ready = String::from_utf8_lossy(&ready);
+        let ready = readyz(&anonymous, &proxy.url).await;
         assert!(!ready.contains("secrets"), "{ready}");
         // An unknown token is the apiserver's 401, and starts nothing either.
         let wrong = [("authorization", "Bearer nope".to_string())];
@@ -572,15 +572,8 @@ async fn a_read_nobody_was_allowed_starts_no_reflector() {
         )
         .await;
         assert_eq!(code, 401, "{}", String::from_utf8_lossy(&body));
-        let (_, ready) = ask(
-            &anonymous,
-            Method::GET,
-            &format!("{}/readyz?verbose", proxy.url),
-            &[],
-            None,
-        )
-        .await;
-        assert!(!String::from_utf8_lossy(&ready).contains("configmaps"));
+        let ready = readyz(&anonymous, &proxy.url).await;
+        assert!(!ready.contains("configmaps"), "{ready}");
     })
     .await
 }
@@ -675,28 +668,28 @@ async fn a_user_over_its_watch_limit_gets_429_while_another_proceeds() {
             }
         };
         // RBAC's informers take a moment to see the new bindings.
-        let mut first = open("nobody").await;
-        for _ in 0..50 {
-            if first.status() == 200 {
-                break;
+        let until_allowed = |user: &'static str| {
+            let open = &open;
+            async move {
+                let mut resp = open(user).await;
+                for _ in 0..50 {
+                    if resp.status() == 200 {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    resp = open(user).await;
+                }
+                resp
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            first = open("nobody").await;
-        }
+        };
+        let first = until_allowed("nobody").await;
         assert_eq!(first.status(), 200);
         let second = open("nobody").await;
         assert_eq!(second.status(), 200);
         let third = open("nobody").await;
         assert_eq!(third.status(), 429);
         assert_eq!(third.headers()["retry-after"], "1");
-        let mut other = open("lister").await;
-        for _ in 0..50 {
-            if other.status() == 200 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            other = open("lister").await;
-        }
+        let other = until_allowed("lister").await;
         assert_eq!(other.status(), 200, "another user is not held back");
         drop((first, second, other));
     })

@@ -15,6 +15,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use kubecache::serve::limits::LimitsConfig;
 use kubecache::upstream::auth::Credentials;
 use kubecache::upstream::credentials::TokenSource;
 use kubecache::upstream::UpstreamConfig;
@@ -237,6 +238,11 @@ async fn requests_go_up_whole_with_the_proxys_credentials_and_without_hop_header
                     ..Credentials::default()
                 },
                 ..UpstreamConfig::new(&up).unwrap()
+            })
+            // Over the apiserver's 3 MiB (its own limit is the fake's to keep).
+            .limits(LimitsConfig {
+                max_body_bytes: 8 << 20,
+                ..LimitsConfig::default()
             })
             .start()
             .await;

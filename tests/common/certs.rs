@@ -67,24 +67,7 @@ impl TestCa {
     pub fn client_as(&self, h2: bool, cert: Option<(&Path, &Path)>) -> HttpsClient {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(self.issuer.der().clone()).unwrap();
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-        let config = match cert {
-            None => config.with_no_client_auth(),
-            Some((cert, key)) => {
-                use rustls::pki_types::pem::PemObject;
-                let chain = rustls::pki_types::CertificateDer::pem_file_iter(cert)
-                    .unwrap()
-                    .collect::<Result<Vec<_>, _>>()
-                    .unwrap();
-                let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).unwrap();
-                config.with_client_auth_cert(chain, key).unwrap()
-            }
-        };
+        let config = client_config(roots, cert);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(config)
             .https_only();
@@ -105,13 +88,29 @@ pub fn https_client(ca_pem: &Path, cert: Option<(&Path, &Path)>) -> HttpsClient 
     for c in rustls::pki_types::CertificateDer::pem_file_iter(ca_pem).unwrap() {
         roots.add(c.unwrap()).unwrap();
     }
+    let config = client_config(roots, cert);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_only()
+        .enable_all_versions()
+        .build();
+    Client::builder(TokioExecutor::new()).build(https)
+}
+
+/// A TLS client configuration trusting `roots`, presenting the client
+/// certificate of `cert` (PEM files) if given.
+fn client_config(
+    roots: rustls::RootCertStore,
+    cert: Option<(&Path, &Path)>,
+) -> rustls::ClientConfig {
+    use rustls::pki_types::pem::PemObject;
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .unwrap()
     .with_root_certificates(roots);
-    let config = match cert {
+    match cert {
         None => config.with_no_client_auth(),
         Some((cert, key)) => {
             let chain = rustls::pki_types::CertificateDer::pem_file_iter(cert)
@@ -121,11 +120,5 @@ pub fn https_client(ca_pem: &Path, cert: Option<(&Path, &Path)>) -> HttpsClient 
             let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).unwrap();
             config.with_client_auth_cert(chain, key).unwrap()
         }
-    };
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config)
-        .https_only()
-        .enable_all_versions()
-        .build();
-    Client::builder(TokioExecutor::new()).build(https)
+    }
 }
