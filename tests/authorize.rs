@@ -691,7 +691,11 @@ async fn a_user_over_its_watch_limit_gets_429_while_another_proceeds() {
         assert_eq!(third.headers()["retry-after"], "1");
         let other = until_allowed("lister").await;
         assert_eq!(other.status(), 200, "another user is not held back");
-        drop((first, second, other));
+        // An ended watch gives its slot back.
+        drop(first);
+        let again = until_allowed("nobody").await;
+        assert_eq!(again.status(), 200, "the ended watch's slot never came back");
+        drop((second, other, again));
     })
     .await
 }

@@ -2,9 +2,9 @@
 //! longer than the limit gets 414, a header section larger than it 431
 //! (over HTTP/1.1 and HTTP/2), a declared body larger than it 413 with
 //! the apiserver's words, and an undeclared (chunked) one is cut off
-//! there and never reaches the upstream whole; one client's open watches
-//! over its limit get 429 with `Retry-After`, and the slot comes back when
-//! a watch ends. Bounded memory, never a hang.
+//! there and never reaches the upstream whole. Per-user limits count
+//! clients in authorize mode (tests/authorize.rs); trust-local's one
+//! identity is not counted. Bounded memory, never a hang.
 
 mod common;
 
@@ -12,7 +12,6 @@ use bytes::Bytes;
 use common::*;
 use http::Method;
 use kubecache::serve::limits::LimitsConfig;
-use std::time::Duration;
 
 fn small() -> LimitsConfig {
     LimitsConfig {
@@ -85,36 +84,17 @@ async fn oversized_urls_headers_and_bodies_get_their_codes() {
 }
 
 #[tokio::test]
-async fn watches_over_the_limit_get_429_until_one_ends() {
+async fn trust_local_counts_no_user_so_its_clients_watches_are_not_limited_per_user() {
     within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = ProxyBuilder::new(&sim.url).limits(small()).start().await;
         let watch = format!("{}/api/v1/namespaces?watch=1&resourceVersion=0", p.url);
-        let first = request(&watch, "application/json").await;
-        let second = request(&watch, "application/json").await;
-        assert_eq!(
-            (first.status().as_u16(), second.status().as_u16()),
-            (200, 200)
-        );
-        let third = request(&watch, "application/json").await;
-        assert_eq!(third.status(), 429);
-        assert_eq!(third.headers()["retry-after"], "1");
-        // Requests that are not watches have room of their own.
-        assert_eq!(
-            get(&format!("{}/api/v1/namespaces", p.url)).await.status,
-            200
-        );
-        drop(first);
-        let mut again = 0;
-        for _ in 0..100 {
-            again = request(&watch, "application/json").await.status().as_u16();
-            if again == 200 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut open = Vec::new();
+        for _ in 0..5 {
+            let w = request(&watch, "application/json").await;
+            assert_eq!(w.status(), 200);
+            open.push(w);
         }
-        assert_eq!(again, 200, "the ended watch's slot never came back");
-        drop(second);
     })
     .await
 }

@@ -59,7 +59,7 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
                 state.limits.check_size(&request, content_length(&req))?;
                 auth::authenticate(&state.auth, access, &mut request, peer).await?;
                 auth::authorize(&state.auth, &request)?;
-                slot = Some(state.limits.admit(&request)?);
+                slot = state.limits.admit(&request)?;
                 Ok::<(), ServeError>(())
             };
             match allowed.await {
