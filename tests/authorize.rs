@@ -66,6 +66,17 @@ async fn kubecache_limited(
     access: AccessConfig,
     limits: LimitsConfig,
 ) -> (Proxy, PathBuf) {
+    kubecache_with(r, access, limits, true).await
+}
+
+/// The same, `anonymous` saying whether requests without credentials are
+/// `system:anonymous` (else 401).
+async fn kubecache_with(
+    r: &Rbac,
+    access: AccessConfig,
+    limits: LimitsConfig,
+    anonymous: bool,
+) -> (Proxy, PathBuf) {
     let ca = TestCa::new("kubecache authorize test CA");
     let dir = std::env::temp_dir().join(format!("kubecache-authz-{}", unique_suffix()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -76,14 +87,16 @@ async fn kubecache_limited(
         .unwrap()
         .with_token_file(&r.token)
         .unwrap();
-    let proxy = ProxyBuilder::new(&r.url)
+    let mut proxy = ProxyBuilder::new(&r.url)
         .upstream(upstream)
         .tls(ServingCert::load(&files).unwrap())
         .client_ca(&r.certs.join("ca.crt"))
         .authorize(access)
-        .limits(limits)
-        .start()
-        .await;
+        .limits(limits);
+    if !anonymous {
+        proxy = proxy.no_anonymous();
+    }
+    let proxy = proxy.start().await;
     (proxy, ca.pem_file(&dir))
 }
 
@@ -696,6 +709,30 @@ async fn a_user_over_its_watch_limit_gets_429_while_another_proceeds() {
         let again = until_allowed("nobody").await;
         assert_eq!(again.status(), 200, "the ended watch's slot never came back");
         drop((second, other, again));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn without_anonymous_access_a_request_without_credentials_is_the_apiservers_401() {
+    within(60, async {
+        let r = rbac();
+        let (proxy, proxy_ca) =
+            kubecache_with(&r, AccessConfig::default(), LimitsConfig::default(), false).await;
+        let client = https_client(&proxy_ca, None);
+        let url = format!("{}/api/v1/namespaces?resourceVersion=0", proxy.url);
+        let (code, body) = ask(&client, Method::GET, &url, &[], None).await;
+        assert_eq!(code, 401);
+        // The apiserver's 401, as it answers a wrong token.
+        assert_eq!(
+            String::from_utf8_lossy(&body),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n"
+        );
+        // A client with credentials is served as before, and the health
+        // endpoints still answer anyone.
+        let (code, _) = ask(&client, Method::GET, &url, &[bearer("pod-reader")], None).await;
+        assert_eq!(code, 403, "pod-reader may not list namespaces");
+        assert!(readyz(&client, &proxy.url).await.contains("ok"));
     })
     .await
 }

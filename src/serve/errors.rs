@@ -291,6 +291,54 @@ mod tests {
     }
 
     #[test]
+    fn an_authorizer_failure_is_the_apiservers_plain_internal_error_and_limits_their_codes() {
+        let e = ServeError::Auth(AuthError::Authorizer {
+            request_uri: "/api/v1/pods?x=<y>".into(),
+            error: "SubjectAccessReview failed: the upstream answered 503".into(),
+        });
+        assert_eq!(
+            internal_error_text("/api/v1/pods?x=<y>", &e).unwrap(),
+            r#"Internal Server Error: "/api/v1/pods?x=&lt;y&gt;": SubjectAccessReview failed: the upstream answered 503"#
+        );
+        let forbidden = ServeError::Auth(AuthError::Forbidden {
+            attributes: crate::access::Attributes::Resource {
+                verb: "list".into(),
+                group: String::new(),
+                version: "v1".into(),
+                resource: "pods".into(),
+                subresource: String::new(),
+                namespace: "team-a".into(),
+                name: String::new(),
+            },
+            user: "alice".into(),
+            reason: String::new(),
+        });
+        assert!(internal_error_text("/", &forbidden).is_none() && is_refusal(&forbidden));
+        let s = Status::from(&forbidden);
+        assert_eq!(
+            s.message,
+            r#"pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "team-a""#
+        );
+        let many = ServeError::Limit(LimitError::TooManyWatches {
+            user: "a".into(),
+            limit: 1,
+        });
+        assert_eq!(
+            too_many_requests_text(&many),
+            Some("Too many requests, please try again later.")
+        );
+        let big = Status::from(&LimitError::BodyTooLarge { len: 9, limit: 3 });
+        assert_eq!(
+            (big.code, big.message.as_str()),
+            (413, "Request entity too large: limit is 3")
+        );
+        assert_eq!(
+            Status::from(&LimitError::UriTooLong { len: 9, limit: 3 }).code,
+            414
+        );
+    }
+
+    #[test]
     fn refusals_are_the_apiservers_forbidden_status() {
         let s = Status::from(&AuthError::ExecNotAllowed {
             subresource: "exec".into(),
