@@ -174,6 +174,9 @@ async fn kubectl_with_a_token_or_a_certificate_reads_and_writes_as_itself_and_no
                 std::thread::sleep(Duration::from_millis(100));
             }
             assert!(listed.starts_with("NAME") && listed.contains(&name), "{who}: {listed}");
+            // Again: the decision is kubecache's to remember.
+            let (ok, again, err) = kubectl_as(&s.url, &ca_file, creds, &["-n", &ns, "get", "configmaps", "--chunk-size=0"]);
+            assert!(ok && again.contains(&name), "{who} get again: {err}");
             let (ok, out, err) = kubectl_as(&s.url, &ca_file, creds, &["-n", &ns, "get", "secret", "db", "-o", "jsonpath={.data.password}"]);
             assert!(ok, "{who} get secret: {err}");
             assert!(!out.is_empty());
@@ -201,9 +204,34 @@ async fn kubectl_with_a_token_or_a_certificate_reads_and_writes_as_itself_and_no
         assert!(!ok);
         assert!(err.contains("Unauthorized"), "{err}");
 
+        // kubecache's /metrics: its authentication and authorization
+        // counts, for whom the apiserver would let read its own (the
+        // admin), not for nobody.
+        let admin_token = std::fs::read_to_string(
+            PathBuf::from(var("KUBECACHE_RBAC_APISERVER_RUN")).join("token"),
+        )
+        .unwrap();
+        let admin = vec![format!("--token={}", admin_token.trim())];
+        let (ok, metrics, err) = kubectl_as(&s.url, &ca_file, &admin, &["get", "--raw", "/metrics"]);
+        assert!(ok, "{err}");
+        for line in [
+            r#"authentication_attempts{result="success"}"#,
+            r#"authentication_attempts{result="failure"}"#,
+            r#"authentication_token_cache_request_total{status="hit"}"#,
+            r#"authentication_token_cache_fetch_total{status="ok"}"#,
+            r#"apiserver_authorization_decisions_total{type="Webhook",name="kubecache",decision="allowed"}"#,
+            r#"apiserver_authorization_decisions_total{type="Webhook",name="kubecache",decision="denied"}"#,
+            r#"apiserver_authorization_webhook_evaluations_total{name="kubecache",result="success"}"#,
+            r#"kubecache_authorization_cache_requests_total{status="hit"}"#,
+        ] {
+            assert!(metrics.contains(line), "{line} not in /metrics:\n{metrics}");
+        }
+        let (ok, _, err) = kubectl_as(&s.url, &ca_file, &nobody, &["get", "--raw", "/metrics"]);
+        assert!(!ok);
+        assert!(err.contains(r#"User \"nobody\" cannot get path \"/metrics\""#) || err.contains("Forbidden"), "{err}");
+
         let log = s.log.lock().unwrap().clone();
         assert!(log.contains("kubecache serving"), "{log}");
-        let admin_token = std::fs::read_to_string(PathBuf::from(var("KUBECACHE_RBAC_APISERVER_RUN")).join("token")).unwrap();
         let carol_key = std::fs::read_to_string(certs.join("carol.key")).unwrap();
         let key_body: String = carol_key.lines().filter(|l| !l.starts_with("-----")).collect();
         for (what, needle) in [
