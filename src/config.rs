@@ -323,7 +323,7 @@ impl FileConfig {
                 invalid("--client-ca-file, --anonymous-auth and --authentication-token-audiences go with --auth-mode authorize".into())
             }
             AuthMode::TrustLocal => Ok(auth),
-            AuthMode::Authorize if self.allow_exec.is_some() => invalid(
+            AuthMode::Authorize if self.allow_exec == Some(true) => invalid(
                 "--allow-exec is for trust-local mode; in authorize mode the upstream decides exec and attach for each client".into(),
             ),
             AuthMode::Authorize if !upstream.url.starts_with("https://") => invalid(format!(
@@ -476,6 +476,8 @@ mod tests {
         assert!(e.contains("client certificates come with TLS"), "{e}");
         let e = serve("authMode: authorize\nallowExec: true\n").unwrap_err();
         assert!(e.contains("--allow-exec is for trust-local"), "{e}");
+        // The example file's explicit `allowExec: false` is no conflict.
+        assert!(serve("authMode: authorize\nallowExec: false\n").is_ok());
         let e = serve("anonymousAuth: false\n").unwrap_err();
         assert!(e.contains("go with --auth-mode authorize"), "{e}");
         let tuned = serve(

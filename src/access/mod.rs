@@ -8,7 +8,9 @@
 //! Reviews are cached as the apiserver's webhook authenticator and
 //! authorizer cache theirs: token reviews for `token_ttl` (2 min), allowed
 //! decisions for `allowed_ttl` (5 min) and refusals for `denied_ttl`
-//! (30 s), at most `max_entries` of each. Identical reviews asked at once
+//! (30 s), at most `max_entries` of each — each counted by the KiB it
+//! holds, so that clients asking about long names cannot make the caches
+//! hold more than about `max_entries` KiB. Identical reviews asked at once
 //! are asked upstream once (the first asker's, the others wait for it). A
 //! review that fails is not cached. Tokens are kept only as their SHA-256.
 
@@ -71,7 +73,8 @@ pub struct AccessConfig {
     pub token_ttl: Duration,
     pub allowed_ttl: Duration,
     pub denied_ttl: Duration,
-    /// At most this many token reviews, and as many decisions, are kept.
+    /// At most this many token reviews, and as many decisions, are kept;
+    /// one that holds more than a KiB counts once for each KiB.
     pub max_entries: u64,
 }
 
@@ -102,6 +105,43 @@ impl moka::Expiry<DecisionKey, Decision> for DecisionTtl {
     }
 }
 
+/// The KiB (at least one) that `bytes` take, as the caches count them.
+fn kib(bytes: usize) -> u32 {
+    u32::try_from(bytes.div_ceil(1024).max(1)).unwrap_or(u32::MAX)
+}
+
+fn user_bytes(u: &UserInfo) -> usize {
+    let strings = |v: &[String]| v.iter().map(|s| s.len() + 24).sum::<usize>();
+    u.name.len()
+        + u.uid.len()
+        + strings(&u.groups)
+        + u.extra
+            .iter()
+            .map(|(k, v)| k.len() + strings(v))
+            .sum::<usize>()
+}
+
+/// What a kept decision weighs: its user, its attributes, its words.
+fn decision_weight(key: &DecisionKey, d: &Decision) -> u32 {
+    let (user, attributes) = &**key;
+    let attributes = match attributes {
+        Attributes::Resource {
+            verb,
+            group,
+            version,
+            resource,
+            subresource,
+            namespace,
+            name,
+        } => [verb, group, version, resource, subresource, namespace, name]
+            .iter()
+            .map(|s| s.len())
+            .sum(),
+        Attributes::NonResource { verb, path } => verb.len() + path.len(),
+    };
+    kib(user_bytes(user) + attributes + d.reason.len() + d.evaluation_error.len() + 256)
+}
+
 /// The reviews, asked upstream and cached.
 pub struct Access {
     upstream: Arc<Upstream>,
@@ -116,10 +156,14 @@ impl Access {
     pub fn new(upstream: Arc<Upstream>, config: AccessConfig) -> Access {
         let tokens = moka::future::Cache::builder()
             .max_capacity(config.max_entries)
+            .weigher(|_: &TokenKey, user: &Option<UserInfo>| {
+                kib(32 + user.as_ref().map_or(0, user_bytes))
+            })
             .time_to_live(config.token_ttl)
             .build();
         let decisions = moka::future::Cache::builder()
             .max_capacity(config.max_entries)
+            .weigher(|key: &DecisionKey, d: &Decision| decision_weight(key, d))
             .expire_after(DecisionTtl {
                 allowed: config.allowed_ttl,
                 denied: config.denied_ttl,
@@ -196,5 +240,39 @@ impl Access {
             .post_json(path, body)
             .await
             .map_err(|source| AccessError::Review { review, source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(name: &str) -> Attributes {
+        Attributes::Resource {
+            verb: "get".into(),
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            subresource: String::new(),
+            namespace: "a".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn kept_decisions_weigh_what_they_hold_so_long_names_cannot_pin_memory() {
+        let alice = UserInfo::authenticated("alice".into(), String::new(), vec!["g".into()]);
+        let d = Decision {
+            allowed: false,
+            reason: String::new(),
+            evaluation_error: String::new(),
+        };
+        let small = Arc::new((alice.clone(), get("web-1")));
+        assert_eq!(decision_weight(&small, &d), 1);
+        // A name as long as a URL may carry counts for its 64 KiB.
+        let long = Arc::new((alice, get(&"x".repeat(64 * 1024))));
+        assert!(decision_weight(&long, &d) >= 64);
+        assert_eq!(kib(0), 1);
+        assert_eq!(kib(1025), 2);
     }
 }

@@ -144,16 +144,26 @@ impl Limits {
         } else {
             self.config.requests_per_user
         };
-        let open = self.open.entry(user.clone()).or_default().clone();
+        // Counted first, then checked: two racing for the last place
+        // cannot both get it. Counted while the map's entry is held, so
+        // that a slot given back meanwhile cannot forget the user between
+        // finding its counts and counting this one.
+        let entry = self.open.entry(user.clone()).or_default();
+        let counter = if watch {
+            &entry.watches
+        } else {
+            &entry.requests
+        };
+        let before = counter.fetch_add(1, Ordering::AcqRel);
+        let open = entry.clone();
+        drop(entry);
         let slot = Slot {
             limits: self.clone(),
             user,
             open,
             watch,
         };
-        // Counted first, then checked: two racing for the last place
-        // cannot both get it.
-        if slot.counter().fetch_add(1, Ordering::AcqRel) >= limit {
+        if before >= limit {
             let user = slot.user.clone();
             drop(slot);
             return Err(if watch {

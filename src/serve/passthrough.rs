@@ -139,8 +139,12 @@ fn impersonate(headers: &mut HeaderMap, user: &UserInfo) -> Result<(), AuthError
     for k in theirs {
         headers.remove(k);
     }
-    let value =
-        |v: &str| HeaderValue::from_str(v).map_err(|_| AuthError::Unforwardable(format!("{v:?}")));
+    // Names are UTF-8 as the apiserver reads them (a certificate's CN may
+    // be): header values take such bytes, not control characters.
+    let value = |v: &str| {
+        HeaderValue::from_bytes(v.as_bytes())
+            .map_err(|_| AuthError::Unforwardable(format!("{v:?}")))
+    };
     headers.insert(USER, value(&user.name)?);
     for g in &user.groups {
         // The apiserver adds it to every impersonated user itself.
@@ -195,4 +199,39 @@ fn splice_upgrade(
     });
     let (parts, _) = resp.into_parts();
     Response::from_parts(parts, body::empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_certificate_client_is_impersonated_in_place_of_its_own_credentials_and_headers() {
+        let mut h = HeaderMap::new();
+        h.insert(header::AUTHORIZATION, "Bearer theirs".parse().unwrap());
+        h.insert("impersonate-user", "admin".parse().unwrap());
+        h.insert("impersonate-extra-x", "y".parse().unwrap());
+        h.insert("accept", "application/json".parse().unwrap());
+        let mut user = UserInfo::authenticated(
+            "José".into(),
+            String::new(),
+            vec!["team-a".into(), "ops".into()],
+        );
+        user.extra
+            .insert("acme.com/project".into(), vec!["p1".into()]);
+        impersonate(&mut h, &user).unwrap();
+        assert!(h.get(header::AUTHORIZATION).is_none());
+        assert_eq!(h["impersonate-user"].as_bytes(), "José".as_bytes());
+        let groups: Vec<_> = h.get_all("impersonate-group").iter().collect();
+        assert_eq!(groups, ["team-a", "ops"]);
+        assert_eq!(h["impersonate-extra-acme.com%2Fproject"], "p1");
+        assert!(h.get("impersonate-extra-x").is_none());
+        assert!(h.get("impersonate-uid").is_none());
+        assert_eq!(h["accept"], "application/json");
+        let control = UserInfo::authenticated("a\nb".into(), String::new(), vec![]);
+        assert!(matches!(
+            impersonate(&mut HeaderMap::new(), &control),
+            Err(AuthError::Unforwardable(_))
+        ));
+    }
 }
