@@ -29,40 +29,15 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The RBAC apiserver .ci/run starts.
-struct Rbac {
-    /// Its TLS port.
-    url: String,
-    /// Its insecure port, where the tests set up (as nobody in particular).
-    insecure: String,
-    /// Its serving CA and its admin token.
-    ca: PathBuf,
-    token: PathBuf,
-    /// .ci/client-certs' CA and users.
-    certs: PathBuf,
-}
-
-fn rbac() -> Rbac {
-    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} (see .ci/run)"));
-    let run = PathBuf::from(var("KUBECACHE_RBAC_APISERVER_RUN"));
-    Rbac {
-        url: var("KUBECACHE_RBAC_APISERVER"),
-        insecure: var("KUBECACHE_RBAC_APISERVER_INSECURE"),
-        ca: run.join("certs/apiserver.crt"),
-        token: run.join("token"),
-        certs: PathBuf::from(var("KUBECACHE_REAL_APISERVER_CLIENT_CERTS")),
-    }
-}
-
 /// kubecache in authorize mode over TLS in front of the RBAC apiserver,
 /// reading it as admin, with client certificates verified against
 /// .ci/client-certs' CA; and the CA its serving certificate chains to.
-async fn kubecache(r: &Rbac, access: AccessConfig) -> (Proxy, PathBuf) {
+async fn kubecache(r: &RbacApiserver, access: AccessConfig) -> (Proxy, PathBuf) {
     kubecache_limited(r, access, LimitsConfig::default()).await
 }
 
 async fn kubecache_limited(
-    r: &Rbac,
+    r: &RbacApiserver,
     access: AccessConfig,
     limits: LimitsConfig,
 ) -> (Proxy, PathBuf) {
@@ -72,7 +47,7 @@ async fn kubecache_limited(
 /// The same, `anonymous` saying whether requests without credentials are
 /// `system:anonymous` (else 401).
 async fn kubecache_with(
-    r: &Rbac,
+    r: &RbacApiserver,
     access: AccessConfig,
     limits: LimitsConfig,
     anonymous: bool,
@@ -206,7 +181,7 @@ struct World {
     node: String,
 }
 
-async fn make_world(r: &Rbac) -> World {
+async fn make_world(r: &RbacApiserver) -> World {
     let up = &r.insecure;
     let sfx = unique_suffix();
     let (a, b) = (format!("authz-a-{sfx}"), format!("authz-b-{sfx}"));
@@ -308,46 +283,6 @@ async fn make_world(r: &Rbac) -> World {
     World { a, b, node }
 }
 
-/// A Role (in `ns`) or ClusterRole with `rules`, bound to one subject.
-async fn grant(
-    up: &str,
-    ns: Option<&str>,
-    name: &str,
-    rules: serde_json::Value,
-    (kind, subject): (&str, &str),
-) {
-    let (role_kind, base) = match ns {
-        Some(ns) => (
-            "Role",
-            format!("{up}/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}"),
-        ),
-        None => (
-            "ClusterRole",
-            format!("{up}/apis/rbac.authorization.k8s.io/v1"),
-        ),
-    };
-    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": role_kind,
-                      "metadata": {"name": name}, "rules": rules});
-    let resp = send(
-        Method::POST,
-        &format!("{base}/{}s", role_kind.to_lowercase()),
-        Some(role),
-    )
-    .await;
-    assert_eq!(resp.status, 201, "{}", resp.text());
-    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": format!("{role_kind}Binding"),
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": subject}]});
-    let resp = send(
-        Method::POST,
-        &format!("{base}/{}bindings", role_kind.to_lowercase()),
-        Some(binding),
-    )
-    .await;
-    assert_eq!(resp.status, 201, "{}", resp.text());
-}
-
 const JSON: &str = "application/json";
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
@@ -421,7 +356,7 @@ type Case = (
 #[tokio::test]
 async fn every_answer_through_kubecache_is_the_apiservers_for_every_user() {
     within(600, async {
-        let r = rbac();
+        let r = rbac_apiserver();
         let w = make_world(&r).await;
         let (proxy, proxy_ca) = kubecache(&r, AccessConfig::default()).await;
         // The types cached and synced before the matrix (an admin's reads
@@ -547,7 +482,7 @@ async fn wait_synced_https(client: &HttpsClient, url: &str, rt: &str) {
 #[tokio::test]
 async fn a_read_nobody_was_allowed_starts_no_reflector() {
     within(120, async {
-        let r = rbac();
+        let r = rbac_apiserver();
         let (proxy, proxy_ca) = kubecache(&r, AccessConfig::default()).await;
         let anonymous = https_client(&proxy_ca, None);
         let nobody = [bearer("nobody")];
@@ -594,7 +529,7 @@ async fn a_read_nobody_was_allowed_starts_no_reflector() {
 #[tokio::test]
 async fn a_deleted_role_binding_stops_reads_within_the_allowed_ttl() {
     within(120, async {
-        let r = rbac();
+        let r = rbac_apiserver();
         let sfx = unique_suffix();
         let ns = format!("authz-revoke-{sfx}");
         ensure_namespace(&r.insecure, &ns).await;
@@ -657,7 +592,7 @@ async fn a_deleted_role_binding_stops_reads_within_the_allowed_ttl() {
 #[tokio::test]
 async fn a_user_over_its_watch_limit_gets_429_while_another_proceeds() {
     within(120, async {
-        let r = rbac();
+        let r = rbac_apiserver();
         let ns = format!("authz-limits-{}", unique_suffix());
         ensure_namespace(&r.insecure, &ns).await;
         let reads = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]);
@@ -716,7 +651,7 @@ async fn a_user_over_its_watch_limit_gets_429_while_another_proceeds() {
 #[tokio::test]
 async fn without_anonymous_access_a_request_without_credentials_is_the_apiservers_401() {
     within(60, async {
-        let r = rbac();
+        let r = rbac_apiserver();
         let (proxy, proxy_ca) =
             kubecache_with(&r, AccessConfig::default(), LimitsConfig::default(), false).await;
         let client = https_client(&proxy_ca, None);

@@ -392,7 +392,7 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
     for gvr in &cfg.eager {
         match discovery.get(gvr) {
             Some(rt) => {
-                cache.type_cache(rt);
+                cache.start_eager(rt);
             }
             None => tracing::warn!(resource = %gvr, "eager type not served by the upstream"),
         }

@@ -11,6 +11,7 @@ use crate::reflector::{self, ReflectorConfig};
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::HistoryLimits;
 use crate::upstream::discovery::Discovery;
+use crate::upstream::health::{ProbeConfig, UpstreamHealth};
 use crate::upstream::{Upstream, UpstreamConfig, UpstreamError};
 use dashmap::DashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,6 +66,8 @@ pub struct Cache {
     /// The cache's own client of the upstream: its requests and connections
     /// run on `ingest`.
     upstream: Arc<Upstream>,
+    /// Whether the upstream answers kubecache and accepts its credentials.
+    health: Arc<UpstreamHealth>,
     discovery: RwLock<Arc<Discovery>>,
     discovered_at: RwLock<Option<Instant>>,
     refreshing: AtomicBool,
@@ -86,9 +89,14 @@ impl Cache {
     ) -> Result<Arc<Self>, CacheError> {
         let ingest = Ingest::start()?;
         let upstream = Upstream::on_runtime(upstream, ingest.handle().clone())?;
+        let health = UpstreamHealth::new();
+        ingest
+            .handle()
+            .spawn(health.clone().run(upstream.clone(), ProbeConfig::default()));
         Ok(Arc::new(Cache {
             ingest,
             upstream,
+            health,
             discovery: RwLock::new(Arc::new(Discovery::default())),
             discovered_at: RwLock::new(None),
             refreshing: AtomicBool::new(false),
@@ -97,6 +105,11 @@ impl Cache {
             reflector,
             body_budget: Arc::default(),
         }))
+    }
+
+    /// What the probes of the upstream found.
+    pub fn upstream_health(&self) -> &UpstreamHealth {
+        &self.health
     }
 
     /// The budget of the bodies kept for repeated lists.
@@ -157,10 +170,19 @@ impl Cache {
                 self.upstream.clone(),
                 tc.clone(),
                 self.reflector,
+                self.health.clone(),
             ));
             tc
         });
         entry.clone()
+    }
+
+    /// The cache of a type the configuration asks for from the start:
+    /// readiness waits for it, as it does not for types clients start.
+    pub fn start_eager(&self, rt: &ResourceType) -> Arc<TypeCache> {
+        let tc = self.type_cache(rt);
+        tc.make_eager();
+        tc
     }
 
     /// How a type's objects print as Table rows, if the cache can print

@@ -7,7 +7,7 @@ use super::bodies::{BodyCache, Budget, Pieces};
 use crate::encode::codec::{Entry, ListStyle, Store, TypeCodec};
 use crate::encode::print::Printer;
 use crate::metrics;
-use crate::reflector::{ReflectorStats, Writer};
+use crate::reflector::{Condition, ReflectorStats, Writer};
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::{EventType, HistoryLimits, StoreError};
 use std::sync::{Arc, RwLock};
@@ -21,6 +21,9 @@ pub struct TypeCache {
     codec: RwLock<Arc<TypeCodec>>,
     synced: watch::Sender<bool>,
     stats: ReflectorStats,
+    condition: std::sync::Mutex<Condition>,
+    /// Configured to be cached from the start: readiness waits for it.
+    eager: std::sync::atomic::AtomicBool,
     /// A built-in type's Table printer (or that it has none), found once.
     builtin_printer: std::sync::OnceLock<Option<Arc<Printer>>>,
     /// A custom resource's Table printer, kept while its CRD is unchanged.
@@ -46,6 +49,8 @@ impl TypeCache {
             codec: RwLock::new(Arc::new(codec)),
             synced: watch::channel(false).0,
             stats: ReflectorStats::default(),
+            condition: std::sync::Mutex::new(Condition::Starting),
+            eager: Default::default(),
             builtin_printer: Default::default(),
             custom_printer: Default::default(),
             bodies: BodyCache::new(budget.clone()),
@@ -60,6 +65,30 @@ impl TypeCache {
     /// What the reflector has done so far.
     pub fn stats(&self) -> &ReflectorStats {
         &self.stats
+    }
+
+    /// What its reflector is doing now.
+    pub fn condition(&self) -> Condition {
+        self.condition
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether the cache follows the upstream right now (a synced type
+    /// whose reflector is failing still serves what needs no freshness).
+    pub fn is_current(&self) -> bool {
+        self.is_synced() && self.condition().is_current()
+    }
+
+    /// Whether readiness waits for this type: configured to be cached,
+    /// not started by a client's read.
+    pub fn is_eager(&self) -> bool {
+        self.eager.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(super) fn make_eager(&self) {
+        self.eager.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A built-in type's Table printer (or that it has none), found once.
@@ -132,5 +161,13 @@ impl Writer for TypeCache {
 
     fn stats(&self) -> &ReflectorStats {
         &self.stats
+    }
+
+    fn report(&self, condition: Condition) {
+        let mut c = self.condition.lock().unwrap_or_else(|e| e.into_inner());
+        if *c != condition {
+            tracing::debug!(resource = %self.rt.gvr, ?condition, "reflector");
+            *c = condition;
+        }
     }
 }

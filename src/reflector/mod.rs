@@ -11,6 +11,7 @@ pub use writer::Writer;
 use crate::encode::codec::{DecodeError, ListStyle, TypeCodec};
 use crate::metrics;
 use crate::store::EventType;
+use crate::upstream::health::UpstreamHealth;
 use crate::upstream::{Upstream, UpstreamError};
 use bytes::{Buf, BytesMut};
 use http_body_util::BodyExt;
@@ -49,8 +50,14 @@ pub enum ReflectorError {
     ListStalled(Duration),
     #[error("watch: {0}")]
     Watch(#[source] UpstreamError),
-    #[error("watch: no answer within {0:?}")]
-    WatchStalled(Duration),
+    #[error("watch: the stream broke: {source}")]
+    WatchBroke {
+        rv: u64,
+        #[source]
+        source: hyper::Error,
+    },
+    #[error("watch: still open {after:?} after it was asked, past its timeout")]
+    WatchStalled { after: Duration, rv: u64 },
     #[error("watch: resource version {0} is too old")]
     WatchExpired(u64),
     #[error("watch: undecodable event: {0}")]
@@ -69,7 +76,8 @@ impl ReflectorError {
             | ReflectorError::ListExpired
             | ReflectorError::ListStalled(_) => "list",
             ReflectorError::Watch(_)
-            | ReflectorError::WatchStalled(_)
+            | ReflectorError::WatchStalled { .. }
+            | ReflectorError::WatchBroke { .. }
             | ReflectorError::WatchDecode(_)
             | ReflectorError::Apply(_) => "watch",
             ReflectorError::WatchExpired(_) => "expired",
@@ -82,18 +90,50 @@ impl ReflectorError {
 pub struct ReflectorConfig {
     /// A list page that has not arrived by then is abandoned.
     pub list_page_timeout: Duration,
-    /// A watch with no event or bookmark for this long is presumed dead and
-    /// resumed. Apiservers send bookmarks about once a minute to types that
-    /// have seen an event, so a quiet type merely pays for a cheap re-watch.
-    pub watch_idle: Duration,
+    /// A watch asks the upstream to end it after a random number of
+    /// seconds in this range (client-go picks 5–10 minutes; shorter here,
+    /// so that a stall is found sooner: a re-watch from the last version is
+    /// cheap). Every apiserver ends a watch at its timeout — v1.20's with a
+    /// bookmark 2 s before — so one still open well past it has stalled.
+    pub watch_timeout_seconds: (u64, u64),
+    /// How long past its timeout a watch may stay open.
+    pub watch_grace: Duration,
+    /// The timeout of the watch that follows a stall: short, so that a
+    /// stall repeated is found in seconds and leads to a relist.
+    pub recheck_timeout_seconds: u64,
 }
 
 impl Default for ReflectorConfig {
     fn default() -> Self {
         ReflectorConfig {
             list_page_timeout: Duration::from_secs(60),
-            watch_idle: Duration::from_secs(150),
+            watch_timeout_seconds: (60, 120),
+            watch_grace: Duration::from_secs(15),
+            recheck_timeout_seconds: 10,
         }
+    }
+}
+
+/// What a reflector is doing, for readiness and diagnostics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// Not listed yet.
+    Starting,
+    /// Listing (the first sync, or a relist).
+    Listing,
+    /// Watching: the cache follows the upstream.
+    Watching,
+    /// The upstream refuses kubecache this type (403, 404): its reads are
+    /// forwarded; the reflector asks again at its backoff's pace.
+    Refused(u16),
+    /// The last attempt failed; the reflector is backing off.
+    Failing(String),
+}
+
+impl Condition {
+    /// Whether the cache follows the upstream right now.
+    pub fn is_current(&self) -> bool {
+        matches!(self, Condition::Watching)
     }
 }
 
@@ -162,46 +202,121 @@ struct BookmarkMeta {
     resource_version: String,
 }
 
-pub async fn run<W: Writer>(up: Arc<Upstream>, writer: Arc<W>, cfg: ReflectorConfig) {
+pub async fn run<W: Writer>(
+    up: Arc<Upstream>,
+    writer: Arc<W>,
+    cfg: ReflectorConfig,
+    health: Arc<UpstreamHealth>,
+) {
     let mut phase = Phase::Empty;
     let mut backoff = Backoff::new();
+    // Whether the last watch stalled: a re-watch that stalls again means
+    // the upstream's watch is broken, and only a relist catches up.
+    let mut stalled = false;
     let resource = writer.resource().to_string();
+    writer.report(Condition::Starting);
     loop {
         let next = match &phase {
             Phase::Empty => Ok(Phase::Listing { consistent: false }),
-            Phase::Listing { consistent } => list(&up, &*writer, &cfg, *consistent).await,
-            Phase::Watching { rv } => watch(&up, &*writer, &cfg, *rv, &mut backoff).await,
+            Phase::Listing { consistent } => {
+                writer.report(Condition::Listing);
+                list(&up, &*writer, &cfg, *consistent).await
+            }
+            Phase::Watching { rv } => {
+                writer.report(Condition::Watching);
+                let (lo, hi) = cfg.watch_timeout_seconds;
+                let timeout = if stalled {
+                    cfg.recheck_timeout_seconds
+                } else {
+                    rand::rng().random_range(lo..=hi.max(lo))
+                };
+                watch(&up, &*writer, &cfg, *rv, timeout, &mut backoff).await
+            }
         };
-        match next {
+        let e = match next {
             Ok(p) => {
                 if matches!(phase, Phase::Listing { .. }) {
                     backoff.reset();
+                } else {
+                    // A watch that ended at its timeout: the upstream is well.
+                    stalled = false;
                 }
                 phase = p;
+                continue;
             }
-            Err(e) => {
-                metrics::reflector_error(&resource, e.phase());
-                writer.stats().errors.fetch_add(1, Ordering::Relaxed);
-                let relist = match &e {
-                    ReflectorError::WatchExpired(_) | ReflectorError::ListExpired => {
-                        Phase::Listing { consistent: true }
-                    }
-                    // A failed watch connection resumes where it was.
-                    ReflectorError::Watch(_) | ReflectorError::WatchStalled(_) => phase.clone(),
+            Err(e) => e,
+        };
+        metrics::reflector_error(&resource, e.phase());
+        writer.stats().errors.fetch_add(1, Ordering::Relaxed);
+        let stalled_before = std::mem::replace(
+            &mut stalled,
+            matches!(e, ReflectorError::WatchStalled { .. }),
+        );
+        phase = match &e {
+            ReflectorError::WatchExpired(_) | ReflectorError::ListExpired => {
+                tracing::info!(%resource, error = %e, "reflector relisting");
+                Phase::Listing { consistent: true }
+            }
+            ReflectorError::WatchStalled { .. } if stalled_before => {
+                tracing::warn!(%resource, error = %e, "the re-watch stalled too: relisting");
+                stalled = false;
+                writer.report(Condition::Failing(e.to_string()));
+                Phase::Listing { consistent: true }
+            }
+            ReflectorError::WatchStalled { rv, .. } => {
+                // Asked again at once, with a short timeout: the answer
+                // tells a watch that stalled once from one that stalls.
+                tracing::warn!(%resource, error = %e, "watch stalled: watching again");
+                Phase::Watching { rv: *rv }
+            }
+            _ => {
+                writer.report(condition_of(&e));
+                // A failed watch connection resumes where it was.
+                let next = match &e {
+                    ReflectorError::Watch(_) => phase.clone(),
+                    ReflectorError::WatchBroke { rv, .. } => Phase::Watching { rv: *rv },
                     _ => Phase::Listing {
                         consistent: matches!(phase, Phase::Watching { .. }),
                     },
                 };
-                let expired = matches!(e, ReflectorError::WatchExpired(_));
-                if !expired {
-                    let wait = backoff.step();
-                    tracing::warn!(%resource, error = %e, ?wait, "reflector");
-                    tokio::time::sleep(wait).await;
-                } else {
-                    tracing::info!(%resource, error = %e, "reflector relisting");
-                }
-                phase = relist;
+                wait_to_retry(&health, &mut backoff, &resource, &e).await;
+                next
             }
+        };
+    }
+}
+
+/// What a failure says of the type's cache.
+fn condition_of(e: &ReflectorError) -> Condition {
+    match e {
+        ReflectorError::List(UpstreamError::Status { status, .. })
+            if *status == 403 || *status == 404 =>
+        {
+            Condition::Refused(status.as_u16())
+        }
+        e => Condition::Failing(e.to_string()),
+    }
+}
+
+/// Waits out the backoff after a failure — or less, if the failure was the
+/// upstream's being away and it comes back meanwhile (then a little jitter,
+/// so that every type does not ask in the same millisecond).
+async fn wait_to_retry(
+    health: &UpstreamHealth,
+    backoff: &mut Backoff,
+    resource: &str,
+    e: &ReflectorError,
+) {
+    let seq = health.current().seq;
+    health.poke();
+    let wait = backoff.step();
+    tracing::warn!(%resource, error = %e, ?wait, "reflector");
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = health.recovered_after(seq) => {
+            let jitter = Duration::from_millis(rand::rng().random_range(0..500));
+            tokio::time::sleep(jitter).await;
+            tracing::info!(%resource, "the upstream is back: retrying before the backoff ends");
         }
     }
 }
@@ -258,18 +373,21 @@ async fn watch(
     writer: &impl Writer,
     cfg: &ReflectorConfig,
     rv: u64,
+    timeout_seconds: u64,
     backoff: &mut Backoff,
 ) -> Result<Phase, ReflectorError> {
-    // A random timeout spreads re-watches like client-go's 5–10 minutes.
-    let timeout = rand::rng().random_range(300..600);
     let path = format!(
-        "{}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout}",
+        "{}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout_seconds}",
         writer.resource().path(None)
     );
     writer.stats().watches.fetch_add(1, Ordering::Relaxed);
-    let resp = tokio::time::timeout(cfg.watch_idle, up.get(&path))
+    // Past this, the upstream has not ended the watch as it was asked to.
+    let allowed = Duration::from_secs(timeout_seconds) + cfg.watch_grace;
+    let deadline = tokio::time::Instant::now() + allowed;
+    let stalled = |rv| ReflectorError::WatchStalled { after: allowed, rv };
+    let resp = tokio::time::timeout_at(deadline, up.get(&path))
         .await
-        .map_err(|_| ReflectorError::WatchStalled(cfg.watch_idle))?
+        .map_err(|_| stalled(rv))?
         .map_err(ReflectorError::Watch)?;
     let status = resp.status();
     if status == 410 {
@@ -294,18 +412,15 @@ async fn watch(
     let mut buf = BytesMut::new();
     let mut last = rv;
     let started = Instant::now();
-    let idle = cfg.watch_idle;
     loop {
-        let Ok(next) = tokio::time::timeout(idle, body.frame()).await else {
-            tracing::debug!("watch stream went silent");
-            break;
+        let Ok(next) = tokio::time::timeout_at(deadline, body.frame()).await else {
+            return Err(stalled(last));
         };
         let frame = match next {
             None => break,
-            Some(Err(e)) => {
-                tracing::debug!(error = %e, "watch stream broke");
-                break;
-            }
+            // Whatever of an event came before the break is dropped: the
+            // re-watch from `last` sends it again, whole.
+            Some(Err(source)) => return Err(ReflectorError::WatchBroke { rv: last, source }),
             Some(Ok(f)) => f,
         };
         let Ok(data) = frame.into_data() else {

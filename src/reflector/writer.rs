@@ -3,7 +3,7 @@
 //! what to list and watch and how to decode it, and hands over whole lists,
 //! events and progress; readers of the cache never see it.
 
-use super::ReflectorStats;
+use super::{Condition, ReflectorStats};
 use crate::encode::codec::{Entry, TypeCodec};
 use crate::resource::GroupVersionResource;
 use crate::store::{EventType, StoreError};
@@ -29,4 +29,7 @@ pub trait Writer: Send + Sync + 'static {
 
     /// Where the reflector counts what it did.
     fn stats(&self) -> &ReflectorStats;
+
+    /// What the reflector is doing now.
+    fn report(&self, condition: Condition);
 }

@@ -37,6 +37,8 @@ pub enum ForwardReason {
     NotCacheable,
     Scope,
     NotSynced,
+    /// A read that needs freshness, of a type whose reflector is failing.
+    NotCurrent,
     Consistent,
     /// The read found what the cache cannot answer.
     Fallback(Fallback),
@@ -55,6 +57,7 @@ impl ForwardReason {
             ForwardReason::NotCacheable => "not_cacheable",
             ForwardReason::Scope => "scope",
             ForwardReason::NotSynced => "not_synced",
+            ForwardReason::NotCurrent => "not_current",
             ForwardReason::Consistent => "consistent_read",
             ForwardReason::Fallback(Fallback::NotInCache) => "version_not_in_cache",
             ForwardReason::Fallback(Fallback::Unencodable) => "no_protobuf_message",
@@ -254,6 +257,8 @@ pub fn plan(
         Ok(ReadMode::MostRecent) if consistent == ConsistentReads::Forward => {
             Err(Route::Forward(F::Consistent))
         }
+        // serve-stale's staleness is the watch's lag, never an outage's.
+        Ok(ReadMode::MostRecent) if !tc.is_current() => Err(Route::Forward(F::NotCurrent)),
         // Served from the newest snapshot; a list still honours its limit,
         // as the consistent (etcd) list it stands in for does.
         Ok(ReadMode::MostRecent) => Ok(ReadMode::MostRecent),
@@ -329,6 +334,7 @@ fn watch(
         WatchFrom::Latest(_) if consistent == ConsistentReads::Forward => {
             return Err(Route::Forward(F::Consistent))
         }
+        WatchFrom::Latest(_) if !tc.is_current() => return Err(Route::Forward(F::NotCurrent)),
         WatchFrom::Latest(i) | WatchFrom::Any(i) => (i.into(), None),
         WatchFrom::After(rv) => (Start::After(rv), None),
         WatchFrom::AtLeast(rv) => (Start::InitialEvents, Some(rv)),

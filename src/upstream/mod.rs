@@ -10,6 +10,7 @@ pub mod auth;
 pub mod credentials;
 pub mod discovery;
 pub mod exec;
+pub mod health;
 pub mod kubeconfig;
 
 use crate::body::{self, Body};

@@ -3,7 +3,8 @@
 //! and HTTPS clients (`certs`), an HTTP client
 //! (`http_client`), watches and convergence (`watch`), Table comparison
 //! (`tables`), kubectl (`kubectl`), objects made upstream (`upstream`),
-//! scratch names and scripts (`scratch`), a scenario's time limit
+//! a relay that can be cut like a killed apiserver
+//! (`relay`), scratch names and scripts (`scratch`), a scenario's time limit
 //! (`within`), and realistic objects of every type (`fixtures`).
 
 // Each test binary uses only part of the helpers: what one leaves unused,
@@ -14,6 +15,7 @@ mod certs;
 pub mod fixtures;
 mod http_client;
 mod kubectl;
+mod relay;
 mod scratch;
 mod servers;
 mod tables;
@@ -23,6 +25,6 @@ mod watch;
 
 #[allow(unused_imports)]
 pub use self::{
-    certs::*, http_client::*, kubectl::*, scratch::*, servers::*, tables::*, timeouts::*,
+    certs::*, http_client::*, kubectl::*, relay::*, scratch::*, servers::*, tables::*, timeouts::*,
     upstream::*, watch::*,
 };

@@ -15,6 +15,7 @@ use kubecache::store::HistoryLimits;
 use kubecache::upstream::UpstreamConfig;
 use kubecache_sim::{Sim, SimOptions};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -147,9 +148,12 @@ impl ProxyBuilder {
         self.consistent = c;
         self
     }
-    /// How soon the reflector gives up on a silent watch.
-    pub fn watch_idle(mut self, d: Duration) -> Self {
-        self.reflector.watch_idle = d;
+    /// The reflector's watches ask to end after `seconds`, and are given
+    /// up as stalled `grace` past that.
+    pub fn watch_timeout(mut self, seconds: u64, grace: Duration) -> Self {
+        self.reflector.watch_timeout_seconds = (seconds, seconds);
+        self.reflector.recheck_timeout_seconds = seconds;
+        self.reflector.watch_grace = grace;
         self
     }
     pub async fn start(self) -> Proxy {
@@ -235,4 +239,29 @@ pub fn assert_served_with(
 pub fn real_apiserver() -> String {
     std::env::var("KUBECACHE_REAL_APISERVER")
         .expect("KUBECACHE_REAL_APISERVER=http://127.0.0.1:8080 (see .ci/run)")
+}
+
+/// The RBAC apiserver .ci/run starts.
+pub struct RbacApiserver {
+    /// Its TLS port.
+    pub url: String,
+    /// Its insecure port, where the tests set up (as nobody in particular).
+    pub insecure: String,
+    /// Its serving CA and its admin token.
+    pub ca: PathBuf,
+    pub token: PathBuf,
+    /// .ci/client-certs' CA and users.
+    pub certs: PathBuf,
+}
+
+pub fn rbac_apiserver() -> RbacApiserver {
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} (see .ci/run)"));
+    let run = PathBuf::from(var("KUBECACHE_RBAC_APISERVER_RUN"));
+    RbacApiserver {
+        url: var("KUBECACHE_RBAC_APISERVER"),
+        insecure: var("KUBECACHE_RBAC_APISERVER_INSECURE"),
+        ca: run.join("certs/apiserver.crt"),
+        token: run.join("token"),
+        certs: PathBuf::from(var("KUBECACHE_REAL_APISERVER_CLIENT_CERTS")),
+    }
 }

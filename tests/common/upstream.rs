@@ -1,8 +1,9 @@
 //! Objects a test makes directly upstream, before kubecache sees them:
-//! namespaces and CustomResourceDefinitions.
+//! namespaces, CustomResourceDefinitions, and RBAC grants.
 
 use super::http_client::{get, send};
 use http::Method;
+use serde_json::json;
 use std::time::Duration;
 
 /// Creates a namespace directly upstream (fine if it exists).
@@ -72,4 +73,44 @@ pub async fn establish(up: &str, body: serde_json::Value) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("{name} never became established");
+}
+
+/// A Role (in `ns`) or ClusterRole with `rules`, bound to one subject.
+pub async fn grant(
+    up: &str,
+    ns: Option<&str>,
+    name: &str,
+    rules: serde_json::Value,
+    (kind, subject): (&str, &str),
+) {
+    let (role_kind, base) = match ns {
+        Some(ns) => (
+            "Role",
+            format!("{up}/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}"),
+        ),
+        None => (
+            "ClusterRole",
+            format!("{up}/apis/rbac.authorization.k8s.io/v1"),
+        ),
+    };
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": role_kind,
+                      "metadata": {"name": name}, "rules": rules});
+    let resp = send(
+        Method::POST,
+        &format!("{base}/{}s", role_kind.to_lowercase()),
+        Some(role),
+    )
+    .await;
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": format!("{role_kind}Binding"),
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": subject}]});
+    let resp = send(
+        Method::POST,
+        &format!("{base}/{}bindings", role_kind.to_lowercase()),
+        Some(binding),
+    )
+    .await;
+    assert_eq!(resp.status, 201, "{}", resp.text());
 }
