@@ -87,6 +87,15 @@ pub struct FileConfig {
     pub history_capacity: Option<usize>,
     pub history_window_seconds: Option<u64>,
     pub drain_seconds: Option<u64>,
+    /// After SIGTERM, keep accepting this long with readiness failing (a Go
+    /// duration; default 5s off loopback, 0s on it).
+    pub shutdown_delay_duration: Option<String>,
+    /// Open connections at most (default: below the open-files limit).
+    pub max_connections: Option<usize>,
+    /// An HTTP/1 request's headers must arrive within this (`32s`).
+    pub request_header_timeout: Option<String>,
+    /// A connection with nothing in flight is closed after this (`90s`).
+    pub connection_idle_timeout: Option<String>,
     /// Types to cache from the start, as `v1/pods` or `apps/v1/deployments`.
     #[serde(default)]
     pub eager: Vec<String>,
@@ -105,6 +114,8 @@ pub struct ServeConfig {
     pub tls: Option<TlsServing>,
     pub history: HistoryLimits,
     pub drain: Duration,
+    /// How long kubecache keeps accepting after SIGTERM.
+    pub shutdown_delay: Duration,
     pub eager: Vec<crate::resource::GroupVersionResource>,
 }
 
@@ -216,7 +227,37 @@ impl FileConfig {
             max_url_bytes: self.max_url_bytes.unwrap_or(d.max_url_bytes),
             max_header_bytes: self.max_request_header_bytes.unwrap_or(d.max_header_bytes),
             max_body_bytes: self.max_request_body_bytes.unwrap_or(d.max_body_bytes),
+            max_connections: self.max_connections,
+            header_read_timeout: duration(
+                "request-header-timeout",
+                &self.request_header_timeout,
+                d.header_read_timeout,
+            )?,
+            idle_timeout: duration(
+                "connection-idle-timeout",
+                &self.connection_idle_timeout,
+                d.idle_timeout,
+            )?,
         };
+        if limits.max_connections == Some(0)
+            || limits.header_read_timeout.is_zero()
+            || limits.idle_timeout.is_zero()
+        {
+            return Err(ConfigError::Invalid(
+                "maxConnections, requestHeaderTimeout and connectionIdleTimeout must be above 0"
+                    .into(),
+            ));
+        }
+        let delay_default = if listen.ip().is_loopback() {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(5)
+        };
+        let shutdown_delay = duration(
+            "shutdown-delay-duration",
+            &self.shutdown_delay_duration,
+            delay_default,
+        )?;
         if limits.requests_per_user == 0 || limits.watches_per_user == 0 {
             return Err(ConfigError::Invalid(
                 "maxRequestsPerUser and maxWatchesPerUser must be at least 1".into(),
@@ -255,8 +296,19 @@ impl FileConfig {
             tls,
             history,
             drain: Duration::from_secs(self.drain_seconds.unwrap_or(30)),
+            shutdown_delay,
             eager,
         })
+    }
+}
+
+/// A Go duration given as `--flag` (or its file key), or `default`.
+fn duration(flag: &str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
+    match v {
+        None => Ok(default),
+        Some(s) => crate::go::time::parse_duration(s).ok_or_else(|| {
+            ConfigError::Invalid(format!("--{flag} {s:?} is not a duration (like 30s, 5m)"))
+        }),
     }
 }
 
@@ -278,12 +330,7 @@ impl FileConfig {
             None if loopback => AuthMode::TrustLocal,
             None => AuthMode::Authorize,
         };
-        let ttl = |flag: &str, v: &Option<String>, default: Duration| match v {
-            None => Ok(default),
-            Some(s) => crate::go::time::parse_duration(s).ok_or_else(|| {
-                ConfigError::Invalid(format!("--{flag} {s:?} is not a duration (like 30s, 5m)"))
-            }),
-        };
+        let ttl = duration;
         let d = AccessConfig::default();
         let access = AccessConfig {
             audiences: self.authentication_token_audiences.clone(),

@@ -262,6 +262,22 @@ struct ServeArgs {
     /// (default 3145728, the apiserver's).
     #[arg(long)]
     max_request_body_bytes: Option<u64>,
+    /// Open connections at most; past it idle ones are closed and new ones
+    /// wait (default: an eighth below the open-files limit).
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// An HTTP/1 request's headers must arrive within this (default 32s).
+    #[arg(long)]
+    request_header_timeout: Option<String>,
+    /// A connection with nothing in flight is closed after this
+    /// (default 90s).
+    #[arg(long)]
+    connection_idle_timeout: Option<String>,
+    /// After SIGTERM, keep accepting this long with /readyz failing, so
+    /// that load balancers stop sending first (default 5s; 0s when
+    /// listening on loopback).
+    #[arg(long)]
+    shutdown_delay_duration: Option<String>,
     /// trust-local: pass on pods' exec and attach (refused otherwise, as
     /// kubectl proxy refuses them).
     #[arg(long)]
@@ -345,6 +361,14 @@ impl ServeArgs {
             .max_request_header_bytes
             .or(file.max_request_header_bytes);
         file.max_request_body_bytes = self.max_request_body_bytes.or(file.max_request_body_bytes);
+        file.max_connections = self.max_connections.or(file.max_connections);
+        file.request_header_timeout = self.request_header_timeout.or(file.request_header_timeout);
+        file.connection_idle_timeout = self
+            .connection_idle_timeout
+            .or(file.connection_idle_timeout);
+        file.shutdown_delay_duration = self
+            .shutdown_delay_duration
+            .or(file.shutdown_delay_duration);
         file.tls_cert_file = self.tls_cert_file.or(file.tls_cert_file);
         file.tls_private_key_file = self.tls_private_key_file.or(file.tls_private_key_file);
         file.into_serve()
@@ -367,7 +391,16 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
     }
-    tracing::info!("shutdown signal received: failing readyz and draining");
+    tracing::info!("shutdown signal received: failing readyz");
+    // A second one is someone who will not wait for the drain.
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::warn!("second shutdown signal: exiting without draining");
+        std::process::exit(1);
+    });
 }
 
 /// A listener on `addr`, and the address it got (port 0 picks one).
@@ -410,7 +443,11 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
     let state = Arc::new(state);
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
     tracing::info!(listen = %bound, %scheme, auth_mode = auth_mode.as_str(), upstream = %cfg.upstream.url, "kubecache serving");
-    serve::run(listener, cfg.tls, state, shutdown_signal(), cfg.drain).await;
+    let stop = serve::Stop {
+        delay: cfg.shutdown_delay,
+        drain: cfg.drain,
+    };
+    serve::run(listener, cfg.tls, state, shutdown_signal(), stop).await;
     Ok(())
 }
 

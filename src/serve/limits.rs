@@ -31,6 +31,15 @@ pub struct LimitsConfig {
     pub max_header_bytes: usize,
     /// A forwarded request's body (the apiserver's limit: 3 MiB).
     pub max_body_bytes: u64,
+    /// Open connections at most; `None`: derived from the open-files
+    /// limit (see `listener::max_connections_for`).
+    pub max_connections: Option<usize>,
+    /// An HTTP/1 request's headers must arrive within this (32 s, the
+    /// apiserver's `ReadHeaderTimeout`).
+    pub header_read_timeout: std::time::Duration,
+    /// A connection with nothing in flight is closed after this (90 s, the
+    /// apiserver's `IdleTimeout`).
+    pub idle_timeout: std::time::Duration,
 }
 
 impl Default for LimitsConfig {
@@ -43,6 +52,9 @@ impl Default for LimitsConfig {
             max_url_bytes: 64 * 1024,
             max_header_bytes: 1 << 20,
             max_body_bytes: 3 * 1024 * 1024,
+            max_connections: None,
+            header_read_timeout: std::time::Duration::from_secs(32),
+            idle_timeout: std::time::Duration::from_secs(90),
         }
     }
 }

@@ -11,10 +11,11 @@
 //! 6. **respond** — the answer, the upstream's (`passthrough`), or the
 //!    error as the apiserver's `Status` (`errors`, `respond`).
 //!
-//! `listener` accepts connections (over TLS with `tls`) and drains them on
-//! shutdown.
+//! `listener` accepts connections (over TLS with `tls`), bounds them, and
+//! drains them on shutdown; `drain` ends watches when it starts.
 
 pub mod auth;
+pub mod drain;
 pub mod errors;
 pub mod health;
 pub mod limits;
@@ -98,6 +99,18 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         resp.status().as_u16(),
         served_by,
     );
+    let resp = if request.verb == crate::request::Verb::Watch && resp.status().is_success() {
+        let (parts, body) = resp.into_parts();
+        let content_type = parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let body = drain::ending_at_drain(body, content_type, &state.drain);
+        Response::from_parts(parts, body)
+    } else {
+        resp
+    };
     match slot {
         // Held until the answer is written: a watch's for as long as it streams.
         Some(slot) => limits::hold(resp, slot),
@@ -147,15 +160,26 @@ fn error(request: &Request, e: &ServeError) -> Response<Body> {
     resp
 }
 
+/// How kubecache stops once asked to.
+#[derive(Debug, Clone, Copy)]
+pub struct Stop {
+    /// How long it keeps accepting with readiness failing (the apiserver's
+    /// `--shutdown-delay-duration`), for load balancers to catch up.
+    pub delay: Duration,
+    /// How long open connections then have to finish; watches are ended
+    /// at its start.
+    pub drain: Duration,
+}
+
 /// Serves kubecache (over TLS with `tls`, its files reloaded as they
-/// change) until `shutdown` resolves; then fails readyz, stops accepting
-/// and drains.
+/// change) until `shutdown` resolves; then fails readyz, keeps accepting
+/// for `stop.delay`, stops accepting, ends open watches and drains.
 pub async fn run(
     listener: TcpListener,
     tls: Option<tls::TlsServing>,
     state: Arc<ServeState>,
     shutdown: impl std::future::Future<Output = ()>,
-    drain: Duration,
+    stop: Stop,
 ) {
     let st = state.clone();
     let shutdown = async move {
@@ -166,14 +190,27 @@ pub async fn run(
         t.cert.keep_reloading();
         t.cert.server_config(t.clients)
     });
-    let max_header_bytes = state.limits.config.max_header_bytes;
-    listener::serve_http_limited(
-        listener,
+    let config = &state.limits.config;
+    let limits = listener::ConnectionLimits {
+        max_connections: config
+            .max_connections
+            .unwrap_or_else(|| listener::max_connections_for(listener::open_files_limit())),
+        header_read_timeout: config.header_read_timeout,
+        idle_timeout: config.idle_timeout,
+        max_header_bytes: Some(config.max_header_bytes),
+    };
+    let serving = listener::Serving {
         tls,
-        Some(max_header_bytes),
+        limits,
+        shutdown_delay: stop.delay,
+        drain_for: stop.drain,
+        drain: state.drain.clone(),
+    };
+    listener::serve(
+        listener,
+        serving,
         move |req| handle(state.clone(), req),
         shutdown,
-        drain,
     )
     .await
 }

@@ -37,6 +37,8 @@ pub struct ServeState {
     /// What each user and each request may take.
     pub limits: Arc<Limits>,
     pub shutting_down: AtomicBool,
+    /// Started when kubecache stops accepting: watches end then.
+    pub drain: super::listener::Drain,
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
 }
 
@@ -73,6 +75,7 @@ impl ServeState {
             access,
             limits: Limits::new(limits),
             shutting_down: AtomicBool::new(false),
+            drain: Default::default(),
             prometheus,
         })
     }

@@ -188,7 +188,10 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
         async {
             let _ = rx.await;
         },
-        Duration::from_secs(1),
+        kubecache::serve::Stop {
+            delay: Duration::ZERO,
+            drain: Duration::from_secs(1),
+        },
     ));
     Proxy {
         url: format!("{scheme}://{addr}"),

@@ -1,0 +1,169 @@
+//! SIGTERM, as Kubernetes sends it: `/readyz` fails at once while new
+//! connections are still accepted and served for the shutdown delay; then
+//! kubecache stops accepting, ends open watches cleanly (an orderly end
+//! of the stream, which informers answer by watching again), and exits
+//! long before the drain deadline.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use http_body_util::BodyExt;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A child process serving, killed when dropped.
+struct Running {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `kubecache ARGS`, waiting for the log line that says it serves.
+fn start(args: &[&str], serving: &'static str) -> Running {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubecache"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("KUBECACHE_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubecache starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            if !sent && line.contains(serving) {
+                let addr = line
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("listen="))
+                    .map(str::to_string);
+                sent = tx.send(addr).is_ok();
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("it serves")
+        .expect("its log names where");
+    Running { child, addr }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigterm_it_accepts_for_the_delay_then_ends_watches_and_exits_before_the_drain_deadline(
+) {
+    within(120, async {
+        let sim = start(
+            &["sim", "--listen", "127.0.0.1:0", "--pods", "50"],
+            "simulated apiserver serving",
+        );
+        let dir = std::env::temp_dir().join(format!("kubecache-stop-{}", unique_suffix()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("kubecache.yaml");
+        std::fs::write(&config, "eager: [v1/configmaps]\ndrainSeconds: 60\n").unwrap();
+        let upstream = format!("http://{}", sim.addr);
+        let mut kc = start(
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                &upstream,
+                "--config",
+                config.to_str().unwrap(),
+                "--shutdown-delay-duration",
+                "3s",
+            ],
+            "kubecache serving",
+        );
+        let url = format!("http://{}", kc.addr);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while get(&format!("{url}/readyz")).await.status != 200 {
+            assert!(Instant::now() < deadline, "never ready");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // An informer's watch, served from the cache.
+        let watch = request(
+            &format!("{url}/api/v1/configmaps?watch=true&resourceVersion=0"),
+            "application/json",
+        )
+        .await;
+        assert_eq!(watch.status(), 200);
+        let watch_ended = tokio::spawn(async move {
+            let mut body = watch.into_body();
+            let mut bytes = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.expect("the watch ends cleanly, not with an error");
+                if let Some(d) = frame.data_ref() {
+                    bytes.extend_from_slice(d);
+                }
+            }
+            (Instant::now(), bytes)
+        });
+
+        let status = Command::new("kill")
+            .args(["-TERM", &kc.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let signalled = Instant::now();
+        // Readiness fails at once ...
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let r = get(&format!("{url}/readyz?verbose")).await;
+            if r.status == 500 {
+                assert!(r.text().contains("[-]shutdown failed"), "{}", r.text());
+                break;
+            }
+            assert!(Instant::now() < deadline, "readiness still passing");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // ... while new connections are still served, for the delay.
+        let mut served = 0;
+        while signalled.elapsed() < Duration::from_millis(2500) {
+            let r = get(&format!("{url}/api/v1/configmaps?resourceVersion=0")).await;
+            assert_eq!(r.status, 200, "{}", r.text());
+            served += 1;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(served >= 5, "{served}");
+        // The watch ends cleanly once the delay is over, its events whole.
+        let (ended, bytes) = watch_ended.await.unwrap();
+        let after = ended.duration_since(signalled);
+        assert!(
+            after >= Duration::from_millis(2500),
+            "ended {after:?} after SIGTERM"
+        );
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.ends_with('\n'), "{text}");
+        for line in text.lines() {
+            let ev: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(ev["type"], "ADDED");
+        }
+        // And the process is gone well before drainSeconds (60).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let code = loop {
+            if let Some(code) = kc.child.try_wait().unwrap() {
+                break code;
+            }
+            assert!(Instant::now() < deadline, "still running");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(code.success(), "{code:?}");
+        eprintln!(
+            "exited {:?} after SIGTERM ({served} requests served during the delay)",
+            signalled.elapsed()
+        );
+    })
+    .await;
+}
