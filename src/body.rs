@@ -39,6 +39,41 @@ pub fn channel(depth: usize) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
     (tx, ChannelBody(rx).boxed_unsync())
 }
 
+/// `bytes` as a body of slices of at most `slice` bytes (one allocation,
+/// no copies), the next taken only when the connection wants it.
+pub fn sliced(bytes: Bytes, slice: usize) -> Body {
+    Sliced { rest: bytes, slice }.boxed_unsync()
+}
+
+struct Sliced {
+    rest: Bytes,
+    slice: usize,
+}
+
+impl http_body::Body for Sliced {
+    type Data = Bytes;
+    type Error = BoxError;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        if self.rest.is_empty() {
+            return std::task::Poll::Ready(None);
+        }
+        let n = self.slice.min(self.rest.len());
+        let next = self.rest.split_to(n);
+        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(next))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.rest.len() as u64)
+    }
+}
+
 /// A body that keeps `held` alive until it is done (or dropped): what a
 /// response must hold for as long as it streams.
 pub fn holding<T: Send + Unpin + 'static>(body: Body, held: T) -> Body {

@@ -92,6 +92,9 @@ pub struct FileConfig {
     pub shutdown_delay_duration: Option<String>,
     /// Open connections at most (default: below the open-files limit).
     pub max_connections: Option<usize>,
+    /// Bytes of the cache's answers in flight to clients at most (default:
+    /// a quarter of the memory limit, else 1 GiB); past it, 429.
+    pub max_bytes_in_flight: Option<usize>,
     /// An HTTP/1 request's headers must arrive within this (`32s`).
     pub request_header_timeout: Option<String>,
     /// A connection with nothing in flight is closed after this (`90s`).
@@ -228,6 +231,7 @@ impl FileConfig {
             max_header_bytes: self.max_request_header_bytes.unwrap_or(d.max_header_bytes),
             max_body_bytes: self.max_request_body_bytes.unwrap_or(d.max_body_bytes),
             max_connections: self.max_connections,
+            max_bytes_in_flight: self.max_bytes_in_flight,
             header_read_timeout: duration(
                 "request-header-timeout",
                 &self.request_header_timeout,

@@ -266,6 +266,11 @@ struct ServeArgs {
     /// wait (default: an eighth below the open-files limit).
     #[arg(long)]
     max_connections: Option<usize>,
+    /// Bytes of answers made by the cache that may be in flight to clients
+    /// at once; a list that would pass it gets 429 (default: a quarter of
+    /// the container's memory limit, else 1 GiB).
+    #[arg(long)]
+    max_bytes_in_flight: Option<usize>,
     /// An HTTP/1 request's headers must arrive within this (default 32s).
     #[arg(long)]
     request_header_timeout: Option<String>,
@@ -362,6 +367,7 @@ impl ServeArgs {
             .or(file.max_request_header_bytes);
         file.max_request_body_bytes = self.max_request_body_bytes.or(file.max_request_body_bytes);
         file.max_connections = self.max_connections.or(file.max_connections);
+        file.max_bytes_in_flight = self.max_bytes_in_flight.or(file.max_bytes_in_flight);
         file.request_header_timeout = self.request_header_timeout.or(file.request_header_timeout);
         file.connection_idle_timeout = self
             .connection_idle_timeout

@@ -82,6 +82,7 @@ impl From<&ReadError> for Status {
             ReadError::Encode(u) => Status::internal(u.to_string()),
             // Never answered: the router forwards these.
             ReadError::Fallback(_) => Status::internal(e.to_string()),
+            ReadError::Busy(l) => l.into(),
         }
     }
 }
@@ -166,7 +167,9 @@ impl From<&LimitError> for Status {
         match e {
             // Answered as plain text (`too_many_requests_text`); this is
             // what a watch's edge would say.
-            LimitError::TooManyRequests { .. } | LimitError::TooManyWatches { .. } => {
+            LimitError::TooManyRequests { .. }
+            | LimitError::TooManyWatches { .. }
+            | LimitError::BytesInFlight { .. } => {
                 let mut s = Status::new(
                     429,
                     "TooManyRequests",
@@ -194,7 +197,9 @@ impl From<&LimitError> for Status {
 pub fn too_many_requests_text(e: &ServeError) -> Option<&'static str> {
     match e {
         ServeError::Limit(
-            LimitError::TooManyRequests { .. } | LimitError::TooManyWatches { .. },
+            LimitError::TooManyRequests { .. }
+            | LimitError::TooManyWatches { .. }
+            | LimitError::BytesInFlight { .. },
         ) => Some("Too many requests, please try again later."),
         _ => None,
     }

@@ -10,6 +10,12 @@
 //! machine — and a load test's thousands of clients are what that mode
 //! serves — so only the sizes apply there. A slot is held until the
 //! answer's body is done: a watch holds its own for as long as it streams.
+//!
+//! And what all answers made by the cache may hold together while their
+//! clients read them ([`BytesInFlight`]): a list is built only if its
+//! likely size fits (else 429), and its bytes are counted until the last
+//! client reading them has them — once, however many clients share them —
+//! so that clients that never read cannot pin the process's memory.
 
 use crate::body::{self, Body};
 use crate::request::{Identity, Request, Verb};
@@ -40,6 +46,9 @@ pub struct LimitsConfig {
     /// A connection with nothing in flight is closed after this (90 s, the
     /// apiserver's `IdleTimeout`).
     pub idle_timeout: std::time::Duration,
+    /// The bytes of cache-made answers that may be in flight to clients;
+    /// `None`: a quarter of the memory limit (cgroup), else 1 GiB.
+    pub max_bytes_in_flight: Option<usize>,
 }
 
 impl Default for LimitsConfig {
@@ -55,6 +64,7 @@ impl Default for LimitsConfig {
             max_connections: None,
             header_read_timeout: std::time::Duration::from_secs(32),
             idle_timeout: std::time::Duration::from_secs(90),
+            max_bytes_in_flight: None,
         }
     }
 }
@@ -69,6 +79,12 @@ pub enum LimitError {
     UriTooLong { len: usize, limit: usize },
     #[error("the request's body is {len} bytes, over {limit}")]
     BodyTooLarge { len: u64, limit: u64 },
+    #[error("answers of {used} bytes are in flight; {wanted} more would pass {limit}")]
+    BytesInFlight {
+        used: usize,
+        wanted: usize,
+        limit: usize,
+    },
 }
 
 #[derive(Default)]
@@ -81,6 +97,8 @@ struct Open {
 pub struct Limits {
     pub config: LimitsConfig,
     open: DashMap<String, Arc<Open>>,
+    /// What the cache's answers hold while their clients read them.
+    pub in_flight: Arc<BytesInFlight>,
 }
 
 /// A request's place among its user's open ones, given back when dropped.
@@ -114,9 +132,13 @@ impl Slot {
 
 impl Limits {
     pub fn new(config: LimitsConfig) -> Arc<Limits> {
+        let budget = config
+            .max_bytes_in_flight
+            .unwrap_or_else(default_bytes_in_flight);
         Arc::new(Limits {
             config,
             open: DashMap::new(),
+            in_flight: BytesInFlight::new(budget),
         })
     }
 
@@ -190,6 +212,115 @@ impl Limits {
     /// How many users have anything open (for tests and metrics).
     pub fn users_open(&self) -> usize {
         self.open.len()
+    }
+}
+
+/// A quarter of the container's memory limit (cgroup v2, else v1), else
+/// 1 GiB: with `deploy/`'s 4 GiB, 1 GiB.
+pub fn default_bytes_in_flight() -> usize {
+    const GIB: usize = 1 << 30;
+    memory_limit().map_or(GIB, |limit| (limit / 4).max(64 << 20))
+}
+
+/// The cgroup's memory limit, if it has one.
+pub fn memory_limit() -> Option<usize> {
+    [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .filter_map(|p| std::fs::read_to_string(p).ok())
+    .find_map(|s| s.trim().parse::<u64>().ok())
+    // v1 writes "no limit" as a huge number.
+    .filter(|n| *n < 1 << 60)
+    .and_then(|n| usize::try_from(n).ok())
+}
+
+/// The bytes of the cache's answers in flight to clients, within a limit.
+/// An answer's bytes are counted once per allocation while anyone reads
+/// them: a list kept for many clients counts once.
+pub struct BytesInFlight {
+    limit: usize,
+    used: AtomicUsize,
+    /// Allocations being read (by their address): their length and readers.
+    held: DashMap<usize, (usize, usize)>,
+}
+
+/// Room taken for a body being built, given back when dropped.
+pub struct Reservation {
+    budget: Arc<BytesInFlight>,
+    bytes: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// A reader of an answer's bytes, counted while it lives.
+pub struct Reader {
+    budget: Arc<BytesInFlight>,
+    at: usize,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let gone = self.budget.held.remove_if_mut(&self.at, |_, (_, readers)| {
+            *readers -= 1;
+            *readers == 0
+        });
+        if let Some((_, (len, _))) = gone {
+            self.budget.used.fetch_sub(len, Ordering::AcqRel);
+        }
+    }
+}
+
+impl BytesInFlight {
+    pub fn new(limit: usize) -> Arc<Self> {
+        Arc::new(BytesInFlight {
+            limit,
+            used: AtomicUsize::new(0),
+            held: DashMap::new(),
+        })
+    }
+
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// Room for a body of about `bytes` about to be built, if there is.
+    pub fn reserve(self: &Arc<Self>, bytes: usize) -> Result<Reservation, LimitError> {
+        let limit = self.limit;
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                (u.saturating_add(bytes) <= limit).then_some(u + bytes)
+            })
+            .map_err(|used| LimitError::BytesInFlight {
+                used,
+                wanted: bytes,
+                limit,
+            })?;
+        Ok(Reservation {
+            budget: self.clone(),
+            bytes,
+        })
+    }
+
+    /// Counts `bytes` (once per allocation) until the reader is dropped.
+    /// Never refused: they exist already, and were reserved when built.
+    pub fn read(self: &Arc<Self>, bytes: &bytes::Bytes) -> Reader {
+        let at = bytes.as_ptr() as usize;
+        let mut entry = self.held.entry(at).or_insert((bytes.len(), 0));
+        if entry.1 == 0 {
+            self.used.fetch_add(bytes.len(), Ordering::AcqRel);
+        }
+        entry.1 += 1;
+        drop(entry);
+        Reader {
+            budget: self.clone(),
+            at,
+        }
     }
 }
 

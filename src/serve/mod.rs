@@ -78,7 +78,9 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
     };
     let (resp, served_by) = match route {
         Route::Answered(Answer::Body(body, content_type)) => {
-            (respond::body_response(body, content_type), ServedBy::Cache)
+            let in_flight = &state.limits.in_flight;
+            let resp = respond::body_response(body, content_type, in_flight);
+            (resp, ServedBy::Cache)
         }
         Route::Answered(Answer::Stream(resp)) => (resp, ServedBy::Cache),
         Route::Refused(e) => (error(&request, &e), ServedBy::Cache),

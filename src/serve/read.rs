@@ -3,6 +3,7 @@
 //! — or finding, only now, that the cache cannot answer it after all
 //! ([`Fallback`]), which the router forwards.
 
+use super::limits::{BytesInFlight, LimitError};
 use super::watch::{self, WatchSpec};
 use crate::body::Body;
 use crate::cache::bodies::{compress, BodyKey, FinishError, Finished, Output, ReprKey};
@@ -105,6 +106,9 @@ pub enum ReadError {
     /// Not an error of the client's: the upstream answers instead.
     #[error("the cache cannot answer this read ({0:?})")]
     Fallback(Fallback),
+    /// Answers in flight already hold what building this one would take.
+    #[error("no room to build the answer")]
+    Busy(#[from] LimitError),
 }
 
 /// A state at least as new as `rv`, waiting for it as the cacher waits.
@@ -118,7 +122,8 @@ async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, ReadError> {
     }
 }
 
-pub async fn execute(read: CacheRead) -> Result<Answer, ReadError> {
+/// Reads; a list is built only if room for it is reserved in `in_flight`.
+pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<Answer, ReadError> {
     let CacheRead { tc, plan, out } = read;
     let content_type = plan.content_type();
     let codec = tc.codec();
@@ -220,6 +225,10 @@ pub async fn execute(read: CacheRead) -> Result<Answer, ReadError> {
             // Assembled before anything awaits: a Table's spec is not `Sync`.
             let make = || -> Pin<Box<dyn Future<Output = Result<Finished, ReadError>> + Send>> {
                 let page = protobuf_page.unwrap_or_else(|| read_page(&snap.items, &req));
+                let room = match in_flight.reserve(likely_size(&page.items, out)) {
+                    Ok(room) => room,
+                    Err(e) => return Box::pin(std::future::ready(Err(e.into()))),
+                };
                 let meta = ListMeta::of_page(snap.rv, &page);
                 if stitchable {
                     let (head, tail) = json::list_ends(&codec, &meta);
@@ -228,11 +237,17 @@ pub async fn execute(read: CacheRead) -> Result<Answer, ReadError> {
                             tc.pieces
                                 .clone()
                                 .gzip_list(head, page.items, tail, snap.items.clone());
-                        return Box::pin(async move { Ok(gz.await?) });
+                        return Box::pin(async move {
+                            let _room = room;
+                            Ok(gz.await?)
+                        });
                     }
                 }
                 match repr.list(&codec, &meta, &page.items) {
-                    Ok(body) => Box::pin(async move { Ok(Finished::make(body, out).await?) }),
+                    Ok(body) => Box::pin(async move {
+                        let _room = room;
+                        Ok(Finished::make(body, out).await?)
+                    }),
                     // `holds` said it would.
                     Err(e) => Box::pin(std::future::ready(Err(e.into()))),
                 }
@@ -261,6 +276,22 @@ pub async fn execute(read: CacheRead) -> Result<Answer, ReadError> {
             };
             Ok(Answer::Body(body, content_type))
         }
+    }
+}
+
+/// What building a list of `items` may hold at its peak: the objects as
+/// JSON, twice when indented (the compact body and the indented one), a
+/// quarter more when gzipped (the compressed copy beside the plain one).
+fn likely_size(items: &[Arc<Entry>], out: Output) -> usize {
+    let json: usize = items.iter().map(|e| e.item.len() + 1).sum();
+    let laid_out = match out.layout {
+        Layout::Compact => json,
+        _ => json * 2,
+    };
+    if out.gzip {
+        laid_out + laid_out / 4
+    } else {
+        laid_out
     }
 }
 

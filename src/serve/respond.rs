@@ -2,6 +2,7 @@
 //! sends with them: bodies from the cache, and `Status` errors negotiated
 //! as its `ErrorNegotiated` negotiates them.
 
+use super::limits::BytesInFlight;
 use crate::body::{self, Body};
 use crate::cache::bodies::Finished;
 use crate::encode::pretty::Layout;
@@ -9,6 +10,9 @@ use crate::request::accept::{Accept, Endpoint, Media};
 use crate::status::Status;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
+
+/// The slices a counted body is written in.
+const SLICE: usize = 256 * 1024;
 
 /// A JSON answer with the headers the apiserver sends with one.
 pub fn json_response(status: StatusCode, body: Body) -> Response<Body> {
@@ -32,15 +36,31 @@ pub fn typed_response(
     r
 }
 
-/// A finished body with the headers the apiserver sends with it.
-pub fn body_response(f: Finished, content_type: &'static str) -> Response<Body> {
-    let mut r = typed_response(StatusCode::OK, body::full(f.bytes), content_type);
-    if f.gzipped {
+/// With the headers of a gzipped body, if it is one.
+fn encoded(mut r: Response<Body>, gzipped: bool) -> Response<Body> {
+    if gzipped {
         let h = r.headers_mut();
         h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     }
     r
+}
+
+/// A body from the cache, its bytes counted in `in_flight` until the
+/// client has them: written out in slices of one allocation, which the
+/// body holds until its last slice is taken, so that the count ends when
+/// the memory can go.
+pub fn body_response(
+    f: Finished,
+    content_type: &'static str,
+    in_flight: &std::sync::Arc<BytesInFlight>,
+) -> Response<Body> {
+    let reader = in_flight.read(&f.bytes);
+    let body = body::holding(body::sliced(f.bytes, SLICE), reader);
+    encoded(
+        typed_response(StatusCode::OK, body, content_type),
+        f.gzipped,
+    )
 }
 
 /// A Status as compact JSON, whatever the request accepts (writes and

@@ -89,9 +89,10 @@ pub async fn route(state: &ServeState, request: &Request) -> Route {
         Ok(read) => read,
         Err(route) => return route,
     };
-    match read::execute(read).await {
+    match read::execute(read, &state.limits.in_flight).await {
         Ok(answer) => Route::Answered(answer),
         Err(read::ReadError::Fallback(f)) => Route::Forward(ForwardReason::Fallback(f)),
+        Err(read::ReadError::Busy(e)) => Route::Refused(e.into()),
         Err(e) => Route::Refused(e.into()),
     }
 }

@@ -1,0 +1,123 @@
+//! Clients that ask for big lists and never read them cannot pin
+//! kubecache's memory: what the cache's answers hold while clients read
+//! them is counted (once per allocation) against a budget, a list that
+//! would pass it is refused with the apiserver's 429, and other clients'
+//! lists are answered meanwhile.
+
+mod common;
+
+use common::*;
+use kubecache::serve::limits::LimitsConfig;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+/// The process's resident memory, in bytes.
+fn rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: usize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kb * 1024
+}
+
+/// Asks for `path` on a connection with a small receive buffer, reads the
+/// status line and nothing more.
+async fn ask_and_stall(addr: std::net::SocketAddr, path: &str) -> (u16, TcpStream) {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut s = socket.connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).await.unwrap();
+    let status = std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap();
+    (status, s)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_never_read_their_lists_cannot_pin_more_than_the_budget() {
+    within(120, async {
+        let sim = SimBuilder::new().pods(10_000).start().await;
+        let budget = 100 << 20;
+        let p = ProxyBuilder::new(&sim.url)
+            .limits(LimitsConfig {
+                max_bytes_in_flight: Some(budget),
+                ..Default::default()
+            })
+            .start()
+            .await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        let shared = format!("{}/api/v1/pods?resourceVersion=0", p.url);
+        let whole = get(&shared).await;
+        assert_eq!(whole.status, 200);
+        let size = whole.body.len();
+        assert!(size > 10 << 20, "{size}");
+        let before = rss();
+
+        // Each a different selector (matching every pod), so no two share
+        // a body: 30 would hold ~30 lists without the budget.
+        let mut stalled = Vec::new();
+        let (mut answered, mut refused) = (0, 0);
+        for i in 0..30 {
+            let path = format!("/api/v1/pods?resourceVersion=0&labelSelector=!absent-{i}");
+            let (status, s) = ask_and_stall(p.addr, &path).await;
+            match status {
+                200 => answered += 1,
+                429 => refused += 1,
+                other => panic!("{other}"),
+            }
+            stalled.push(s);
+        }
+        let grown = rss().saturating_sub(before);
+        eprintln!(
+            "list {size} B; {answered} answered and left unread, {refused} refused; RSS grew {} MB (budget {} MB)",
+            grown >> 20,
+            budget >> 20
+        );
+        assert!(refused > 0 && answered > 0, "{answered} answered, {refused} refused");
+        assert!(answered * size <= budget + size, "{answered} × {size} B held");
+        assert!(grown < budget + (150 << 20), "RSS grew {} MB", grown >> 20);
+
+        // Meanwhile others are served: a list many share, and a small one.
+        let again = get(&shared).await;
+        assert_eq!(again.status, 200);
+        assert_eq!(again.body.len(), size);
+        let small = get(&format!("{}/api/v1/namespaces/default/pods?limit=10", p.url)).await;
+        assert_eq!(small.status, 200, "{}", small.text());
+
+        // A refusal is the apiserver's 429, with Retry-After.
+        let r = get(&format!(
+            "{}/api/v1/pods?resourceVersion=0&labelSelector=!absent-x",
+            p.url
+        ))
+        .await;
+        if r.status == 429 {
+            assert_eq!(r.headers["retry-after"], "1");
+            assert_eq!(r.text(), "Too many requests, please try again later.\n");
+        }
+
+        // Once they go, their room comes back.
+        drop(stalled);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = get(&format!(
+                "{}/api/v1/pods?resourceVersion=0&labelSelector=!absent-y",
+                p.url
+            ))
+            .await;
+            if r.status == 200 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{}", r.status);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
