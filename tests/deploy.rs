@@ -125,6 +125,19 @@ fn the_standalone_overlay_renders_loads_and_is_accepted() {
     let volumes =
         serde_json::to_string(&deployment["spec"]["template"]["spec"]["volumes"]).unwrap();
     assert!(volumes.contains("kubecache-tls"), "{volumes}");
+    // SIGTERM: served for the delay, then drained, all before the kill.
+    let grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        .as_u64()
+        .unwrap();
+    let delay =
+        kubecache::go::time::parse_duration(cfg.shutdown_delay_duration.as_deref().unwrap())
+            .unwrap()
+            .as_secs();
+    let drain = cfg.drain_seconds.unwrap();
+    assert!(
+        delay > 0 && grace > delay + drain,
+        "{grace} <= {delay} + {drain}"
+    );
     dry_run(&yaml);
 }
 
