@@ -24,22 +24,25 @@ async fn closed_after(s: &mut TcpStream, within: Duration) -> Duration {
     }
 }
 
-fn short_timeouts() -> LimitsConfig {
-    LimitsConfig {
-        header_read_timeout: Duration::from_secs(1),
-        idle_timeout: Duration::from_secs(2),
-        ..Default::default()
-    }
+/// A simulator, and kubecache in front of it with a 1 s header timeout
+/// and a 2 s idle timeout.
+async fn with_short_timeouts() -> (SimServer, Proxy) {
+    let sim = SimBuilder::new().start().await;
+    let p = ProxyBuilder::new(&sim.url)
+        .limits(LimitsConfig {
+            header_read_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(2),
+            ..Default::default()
+        })
+        .start()
+        .await;
+    (sim, p)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_sends_nothing_is_closed_after_the_idle_timeout() {
     within(30, async {
-        let sim = SimBuilder::new().start().await;
-        let p = ProxyBuilder::new(&sim.url)
-            .limits(short_timeouts())
-            .start()
-            .await;
+        let (_sim, p) = with_short_timeouts().await;
         let mut silent = TcpStream::connect(p.addr).await.unwrap();
         let took = closed_after(&mut silent, Duration::from_secs(10)).await;
         assert!(took >= Duration::from_millis(1500), "{took:?}");
@@ -50,11 +53,7 @@ async fn a_connection_that_sends_nothing_is_closed_after_the_idle_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_sends_part_of_its_headers_is_closed_after_the_header_timeout() {
     within(30, async {
-        let sim = SimBuilder::new().start().await;
-        let p = ProxyBuilder::new(&sim.url)
-            .limits(short_timeouts())
-            .start()
-            .await;
+        let (_sim, p) = with_short_timeouts().await;
         let mut slow = TcpStream::connect(p.addr).await.unwrap();
         slow.write_all(b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n")
             .await
