@@ -77,12 +77,15 @@ impl http_body::Body for Sliced {
 /// A body that keeps `held` alive until it is done (or dropped): what a
 /// response must hold for as long as it streams.
 pub fn holding<T: Send + Unpin + 'static>(body: Body, held: T) -> Body {
-    Holding { body, _held: held }.boxed_unsync()
+    Holding { _held: held, body }.boxed_unsync()
 }
 
 struct Holding<T> {
-    body: Body,
+    // Dropped before the body: what counts the body's bytes stops counting
+    // before they are freed, so that no new allocation at the same address
+    // is taken for them meanwhile (`limits::BytesInFlight`).
     _held: T,
+    body: Body,
 }
 
 impl<T: Unpin> http_body::Body for Holding<T> {
