@@ -78,7 +78,13 @@ impl TypeCache {
     /// Whether the cache follows the upstream right now (a synced type
     /// whose reflector is failing still serves what needs no freshness).
     pub fn is_current(&self) -> bool {
-        self.is_synced() && self.condition().is_current()
+        // Asked per serve-stale read: the lock only, no clone.
+        self.is_synced()
+            && self
+                .condition
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_current()
     }
 
     /// Whether readiness waits for this type: configured to be cached,

@@ -145,8 +145,11 @@ impl UpstreamHealth {
     pub fn record(&self, reach: Reach) {
         self.state.send_modify(|o| {
             if o.reach != reach {
-                match &reach {
-                    Reach::Ok => tracing::info!(upstream = %reach.describe(), "upstream is back"),
+                match (&o.reach, &reach) {
+                    (Reach::Unknown, Reach::Ok) => {}
+                    (_, Reach::Ok) => {
+                        tracing::info!(upstream = %reach.describe(), "upstream is back")
+                    }
                     _ => tracing::warn!(upstream = %reach.describe(), "upstream"),
                 }
                 o.since = Instant::now();
