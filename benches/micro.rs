@@ -19,7 +19,7 @@ use kubecache::encode::Repr;
 use kubecache::request::accept::MetaVersion;
 use kubecache::request::ContinueToken;
 use kubecache::selector::{FieldSelector, LabelSelector};
-use kubecache::store::page::{read_page, PageRequest};
+use kubecache::store::page::{read_page, read_page_counted, PageRequest, RemainingCounts};
 use kubecache_sim::{Sim, SimOptions};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -76,6 +76,30 @@ fn benches(c: &mut Criterion) {
                 },
             ))
         })
+    });
+    // A whole walk: each page counting the rest of the range, against each
+    // page taking the count its predecessor left.
+    let walk = |counts: Option<&RemainingCounts>| {
+        let mut start: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let req = PageRequest {
+                start: start.as_deref(),
+                ..all(500)
+            };
+            let p = read_page_counted(&snap.items, &req, counts.map(|c| (c, snap.rv)));
+            pages += 1;
+            match p.continue_after {
+                Some(k) => start = Some(format!("{k}\0")),
+                None => return pages,
+            }
+        }
+    };
+    g.bench_function("a limit=500 walk of 10k, counting every page", |b| {
+        b.iter(|| black_box(walk(None)))
+    });
+    g.bench_function("a limit=500 walk of 10k, counts remembered", |b| {
+        b.iter(|| black_box(walk(Some(&RemainingCounts::default()))))
     });
     g.finish();
 

@@ -178,6 +178,8 @@ pub struct Store<M = ()> {
     limits: HistoryLimits,
     rv_tx: watch::Sender<u64>,
     events: broadcast::Sender<Change<M>>,
+    /// What page walks have learnt of the keys left (`remainingItemCount`).
+    counts: page::RemainingCounts,
 }
 
 const RECENT_SNAPSHOTS: usize = 4;
@@ -201,7 +203,13 @@ impl<M> Store<M> {
             limits,
             rv_tx,
             events,
+            counts: page::RemainingCounts::default(),
         }
+    }
+
+    /// One page of `snap`, which this store gave out.
+    pub fn page(&self, snap: &Snapshot<M>, req: &page::PageRequest<'_>) -> page::Page<M> {
+        page::read_page_counted(&snap.items, req, Some((&self.counts, snap.rv)))
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State<M>> {
@@ -225,6 +233,8 @@ impl<M> Store<M> {
             s.oldest = rv;
             s.history.clear();
             s.recent.clear();
+            // A relist may bring another state at an rv seen before.
+            self.counts.clear();
             changed
         };
         self.rv_tx.send_replace(rv);
