@@ -139,6 +139,41 @@ async fn a_failing_rewatch_backs_off_and_recovers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_rewatch_waits_as_long_as_the_upstream_asked() {
+    within(60, async {
+        let sim = SimBuilder::new().start().await;
+        let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
+        let tc = stats(&p);
+        let errors = tc.stats().errors.load(Ordering::Relaxed);
+        fault(&sim, "stallWatches=true").await;
+        write_some(&sim, "throttled").await;
+        // Every request is a 429 asking for 3 s until the first re-watch
+        // has met one; then the upstream is well at once, and the probe of
+        // its health finds so within a second: only the Retry-After keeps
+        // the reflector from asking again before 3 s.
+        fault(
+            &sim,
+            "throttled=100000&retryAfterSeconds=3&dropWatches=true&stallWatches=false",
+        )
+        .await;
+        eventually("a re-watch is throttled", Duration::from_secs(20), || {
+            tc.stats().errors.load(Ordering::Relaxed) > errors
+        })
+        .await;
+        let throttled_at = std::time::Instant::now();
+        fault(&sim, "throttled=0").await;
+        converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(10)).await;
+        let waited = throttled_at.elapsed();
+        assert!(
+            waited >= Duration::from_millis(2900),
+            "asked again {waited:?} after a Retry-After of 3 s"
+        );
+        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_watch_relists_into_a_buffer_and_readers_never_see_it_half_built() {
     within(60, async {
         let sim = SimBuilder::new().start().await;

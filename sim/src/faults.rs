@@ -16,6 +16,10 @@ use tokio::sync::watch;
 pub struct Faults {
     /// Answer this many next requests with 500.
     errors: AtomicU64,
+    /// Answer this many next requests with 429 and `Retry-After`.
+    throttled: AtomicU64,
+    /// The `Retry-After` of those 429s, in seconds.
+    retry_after_seconds: AtomicU64,
     /// Delay every response by this many milliseconds.
     latency_ms: AtomicU64,
     /// Bumped to end every open watch, as a dropped connection would.
@@ -30,6 +34,8 @@ impl Default for Faults {
     fn default() -> Self {
         Faults {
             errors: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+            retry_after_seconds: AtomicU64::new(1),
             latency_ms: AtomicU64::new(0),
             drops: watch::channel(0).0,
             stall: watch::channel(false).0,
@@ -42,6 +48,8 @@ impl Default for Faults {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FaultCommand {
     Errors(u64),
+    Throttled(u64),
+    RetryAfterSeconds(u64),
     LatencyMs(u64),
     DropWatches,
     StallWatches(bool),
@@ -66,7 +74,7 @@ pub enum FaultCommandError {
     /// `dropWatches` and `expire` are actions: switching one off means nothing.
     #[error("{key}={value:?} does nothing")]
     DoesNothing { key: String, value: String },
-    #[error("unknown fault {key:?}; known: errors, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire")]
+    #[error("unknown fault {key:?}; known: errors, throttled, retryAfterSeconds, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire")]
     UnknownFault { key: String },
 }
 
@@ -92,6 +100,8 @@ impl FaultCommand {
         };
         Ok(match key {
             "errors" => FaultCommand::Errors(number()?),
+            "throttled" => FaultCommand::Throttled(number()?),
+            "retryAfterSeconds" => FaultCommand::RetryAfterSeconds(number()?),
             "latencyMs" => FaultCommand::LatencyMs(number()?),
             "dropWatches" if flag()? => FaultCommand::DropWatches,
             "stallWatches" => FaultCommand::StallWatches(flag()?),
@@ -113,6 +123,10 @@ impl Faults {
     pub fn apply(&self, c: &FaultCommand) {
         match c {
             FaultCommand::Errors(n) => self.errors.store(*n, Ordering::Release),
+            FaultCommand::Throttled(n) => self.throttled.store(*n, Ordering::Release),
+            FaultCommand::RetryAfterSeconds(n) => {
+                self.retry_after_seconds.store(*n, Ordering::Release)
+            }
             FaultCommand::LatencyMs(n) => self.latency_ms.store(*n, Ordering::Release),
             FaultCommand::DropWatches | FaultCommand::Expire => self.drops.send_modify(|g| *g += 1),
             FaultCommand::StallWatches(on) => {
@@ -135,6 +149,12 @@ impl Faults {
     }
 
     /// Whether the next watch event goes out garbled (and counts it).
+    /// The `Retry-After` seconds if this request is one of the injected
+    /// 429s (and counts it).
+    pub fn take_throttle(&self) -> Option<u64> {
+        take_one(&self.throttled).then(|| self.retry_after_seconds.load(Ordering::Acquire))
+    }
+
     pub fn take_garbage(&self) -> bool {
         take_one(&self.garbage)
     }
@@ -150,6 +170,8 @@ impl Faults {
     pub fn describe(&self) -> serde_json::Value {
         serde_json::json!({
             "errors": self.errors.load(Ordering::Acquire),
+            "throttled": self.throttled.load(Ordering::Acquire),
+            "retryAfterSeconds": self.retry_after_seconds.load(Ordering::Acquire),
             "latencyMs": self.latency_ms.load(Ordering::Acquire),
             "stallWatches": *self.stall.borrow(),
             "garbageWatchEvents": self.garbage.load(Ordering::Acquire),
@@ -269,7 +291,7 @@ mod tests {
         assert_eq!(err("expire", "0"), "expire=\"0\" does nothing");
         assert_eq!(
             err("explode", "1"),
-            "unknown fault \"explode\"; known: errors, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire"
+            "unknown fault \"explode\"; known: errors, throttled, retryAfterSeconds, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire"
         );
         let e = FaultCommand::parse("latencyMs", "x").unwrap_err();
         assert!(std::error::Error::source(&e).is_some());
@@ -278,6 +300,10 @@ mod tests {
     #[test]
     fn counted_faults_run_out() {
         let f = Faults::default();
+        f.apply(&FaultCommand::Throttled(1));
+        f.apply(&FaultCommand::RetryAfterSeconds(7));
+        assert_eq!(f.take_throttle(), Some(7));
+        assert_eq!(f.take_throttle(), None);
         f.apply(&FaultCommand::Errors(2));
         assert!(f.take_error());
         assert!(f.take_error());

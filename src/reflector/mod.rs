@@ -67,6 +67,14 @@ pub enum ReflectorError {
 }
 
 impl ReflectorError {
+    /// How long the upstream asked to be left alone, if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ReflectorError::List(e) | ReflectorError::Watch(e) => e.retry_after(),
+            _ => None,
+        }
+    }
+
     /// Where it happened, as the errors metric labels it.
     pub fn phase(&self) -> &'static str {
         match self {
@@ -309,7 +317,16 @@ async fn wait_to_retry(
 ) {
     let seq = health.current().seq;
     health.poke();
-    let wait = backoff.step();
+    let step = backoff.step();
+    // An upstream that said when to come back (429, 503 while starting) is
+    // taken at its word: not asked sooner, whatever the probe finds.
+    if let Some(asked) = e.retry_after() {
+        let wait = step.max(asked);
+        tracing::warn!(%resource, error = %e, ?wait, "reflector: the upstream asked to wait");
+        tokio::time::sleep(wait).await;
+        return;
+    }
+    let wait = step;
     tracing::warn!(%resource, error = %e, ?wait, "reflector");
     tokio::select! {
         _ = tokio::time::sleep(wait) => {}
@@ -394,17 +411,18 @@ async fn watch(
         return Err(ReflectorError::WatchExpired(rv));
     }
     if !status.is_success() {
-        let body = resp
-            .into_body()
+        let (parts, body) = resp.into_parts();
+        let body = body
             .collect()
             .await
             .map(|b| b.to_bytes())
             .unwrap_or_default();
-        return Err(ReflectorError::Watch(UpstreamError::Status {
+        return Err(ReflectorError::Watch(UpstreamError::of_answer(
             status,
-            path,
-            body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
-        }));
+            &parts.headers,
+            &path,
+            &body,
+        )));
     }
     let codec = writer.codec();
     let resource = writer.resource().to_string();

@@ -123,5 +123,6 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8], path: &str) -> Result<T, U
         status: http::StatusCode::OK,
         path: path.to_string(),
         body: format!("unparseable discovery document: {e}"),
+        retry_after: None,
     })
 }

@@ -71,7 +71,53 @@ pub enum UpstreamError {
         status: StatusCode,
         path: String,
         body: String,
+        /// What the answer's `Retry-After` asked (the apiserver sends it
+        /// with 429s and with some 5xx, in seconds).
+        retry_after: Option<Duration>,
     },
+}
+
+impl UpstreamError {
+    /// The status an upstream answer failed with, and what it says of
+    /// waiting.
+    pub fn of_answer(
+        status: StatusCode,
+        headers: &http::HeaderMap,
+        path: &str,
+        body: &[u8],
+    ) -> Self {
+        UpstreamError::Status {
+            status,
+            path: path.to_string(),
+            body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
+            retry_after: retry_after(headers),
+        }
+    }
+
+    /// How long the upstream asked to be left alone, if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            UpstreamError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// The longest `Retry-After` taken at its word: a garbled or hostile header
+/// must not park a reflector for days.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// A `Retry-After` of whole seconds, as the apiserver writes it (an HTTP
+/// date is not something it sends; such a header is ignored).
+fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
+    let secs: u64 = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
 }
 
 /// How to reach and authenticate to the upstream.
@@ -369,14 +415,53 @@ impl Upstream {
 
     async fn whole(resp: Response<Incoming>, path: &str) -> Result<Bytes, UpstreamError> {
         let status = resp.status();
-        let body = resp.into_body().collect().await?.to_bytes();
+        let (parts, body) = resp.into_parts();
+        let body = body.collect().await?.to_bytes();
         if !status.is_success() {
-            return Err(UpstreamError::Status {
+            return Err(UpstreamError::of_answer(
                 status,
-                path: path.to_string(),
-                body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned(),
-            });
+                &parts.headers,
+                path,
+                &body,
+            ));
         }
         Ok(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(v: &str) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        h.insert(header::RETRY_AFTER, v.parse().unwrap());
+        h
+    }
+
+    #[test]
+    fn a_retry_after_of_seconds_is_taken_and_capped() {
+        assert_eq!(retry_after(&headers("3")), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after(&headers(" 0 ")), Some(Duration::ZERO));
+        assert_eq!(retry_after(&headers("86400")), Some(MAX_RETRY_AFTER));
+    }
+
+    #[test]
+    fn a_retry_after_that_is_no_count_of_seconds_is_ignored() {
+        for v in ["Wed, 21 Oct 2015 07:28:00 GMT", "-1", "1.5", ""] {
+            assert_eq!(retry_after(&headers(v)), None, "{v:?}");
+        }
+        assert_eq!(retry_after(&http::HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn an_error_answer_keeps_its_retry_after() {
+        let e =
+            UpstreamError::of_answer(StatusCode::TOO_MANY_REQUESTS, &headers("2"), "/api", b"x");
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(2)));
+        assert_eq!(
+            e.to_string(),
+            "upstream answered 429 Too Many Requests to /api: x"
+        );
     }
 }

@@ -35,6 +35,21 @@ impl From<&RouteError> for Status {
     fn from(e: &RouteError) -> Status {
         match e {
             RouteError::InjectedFault => Status::internal(e.to_string()),
+            // As the cacher answers while it is not ready (since 1.27).
+            RouteError::InjectedThrottle(secs) => {
+                let secs = u32::try_from(*secs).unwrap_or(u32::MAX);
+                let mut s = Status::new(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.",
+                );
+                s.details = Some(Box::new(Details {
+                    retry_after_seconds: Some(secs),
+                    ..Details::default()
+                }));
+                s.retry_after = Some(secs);
+                s
+            }
             RouteError::NotAResourcePath(_)
             | RouteError::UnknownResource(_)
             | RouteError::Subresource(_) => Status::new(

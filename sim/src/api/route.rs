@@ -23,6 +23,10 @@ pub(super) enum RouteError {
     /// One of the 500s switched on at `/sim/faults` (`errors=N`).
     #[error("injected fault")]
     InjectedFault,
+    /// One of the 429s switched on at `/sim/faults` (`throttled=N`), asking
+    /// to come back after this many seconds.
+    #[error("injected throttle")]
+    InjectedThrottle(u64),
     #[error("{0:?} is no resource's path")]
     NotAResourcePath(String),
     #[error("the simulator has no resource {0}")]
@@ -55,6 +59,9 @@ pub(super) async fn route(
     let query = req.uri().query().map(str::to_string);
     if path == "/sim/faults" {
         return Ok(fault_controls::faults(sim, query.as_deref())?);
+    }
+    if let Some(secs) = sim.faults.take_throttle() {
+        return Err(RouteError::InjectedThrottle(secs));
     }
     if sim.faults.take_error() {
         return Err(RouteError::InjectedFault);
