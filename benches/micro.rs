@@ -87,7 +87,7 @@ fn benches(c: &mut Criterion) {
                 start: start.as_deref(),
                 ..all(500)
             };
-            let p = read_page_counted(&snap.items, &req, counts.map(|c| (c, snap.rv)));
+            let p = read_page_counted(&snap.items, &req, counts.map(|c| (c, snap.version())));
             pages += 1;
             match p.continue_after {
                 Some(k) => start = Some(format!("{k}\0")),

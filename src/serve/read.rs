@@ -269,7 +269,7 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                     _ => 0,
                 };
                 tc.bodies
-                    .get_or_make(snap.rv, key, generation, make)
+                    .get_or_make(snap.version(), key, generation, make)
                     .await?
             } else {
                 make().await?

@@ -114,13 +114,26 @@ impl<M> AsRef<Store<M>> for Store<M> {
 /// A consistent view of the type at one resource version.
 pub struct Snapshot<M = ()> {
     pub rv: u64,
+    /// Which of the store's lists it descends from: a relist may bring
+    /// another state at a resourceVersion the store already had (the old
+    /// one had silently missed an event), so what is kept per snapshot is
+    /// kept per `version()`, never per rv alone.
+    pub epoch: u64,
     pub items: Items<M>,
+}
+
+impl<M> Snapshot<M> {
+    /// (epoch, rv): ordered as the store's states follow each other.
+    pub fn version(&self) -> (u64, u64) {
+        (self.epoch, self.rv)
+    }
 }
 
 impl<M> Clone for Snapshot<M> {
     fn clone(&self) -> Self {
         Snapshot {
             rv: self.rv,
+            epoch: self.epoch,
             items: self.items.clone(),
         }
     }
@@ -165,6 +178,8 @@ struct State<M> {
     /// The cached objects' serialized size, for the size metrics.
     bytes: usize,
     rv: u64,
+    /// Bumped by every relist.
+    epoch: u64,
     /// Snapshots can be rebuilt for any rv in `oldest..=rv`.
     oldest: u64,
     history: VecDeque<Arc<Event<M>>>,
@@ -196,6 +211,7 @@ impl<M> Store<M> {
                 items: OrdMap::new(),
                 bytes: 0,
                 rv: 0,
+                epoch: 0,
                 oldest: 0,
                 history: VecDeque::new(),
                 recent: VecDeque::new(),
@@ -209,7 +225,7 @@ impl<M> Store<M> {
 
     /// One page of `snap`, which this store gave out.
     pub fn page(&self, snap: &Snapshot<M>, req: &page::PageRequest<'_>) -> page::Page<M> {
-        page::read_page_counted(&snap.items, req, Some((&self.counts, snap.rv)))
+        page::read_page_counted(&snap.items, req, Some((&self.counts, snap.version())))
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State<M>> {
@@ -230,10 +246,11 @@ impl<M> Store<M> {
             s.items = items;
             s.bytes = bytes;
             s.rv = rv;
+            s.epoch += 1;
             s.oldest = rv;
             s.history.clear();
             s.recent.clear();
-            // A relist may bring another state at an rv seen before.
+            // Only to free them: they are keyed by the old epoch.
             self.counts.clear();
             changed
         };
@@ -370,6 +387,7 @@ impl<M> Store<M> {
         let s = self.read();
         Snapshot {
             rv: s.rv,
+            epoch: s.epoch,
             items: s.items.clone(),
         }
     }
@@ -390,6 +408,7 @@ impl<M> Store<M> {
             if rv >= s.rv {
                 return Some(Snapshot {
                     rv,
+                    epoch: s.epoch,
                     items: s.items.clone(),
                 });
             }
@@ -412,7 +431,11 @@ impl<M> Store<M> {
                 }
             }
         }
-        let snap = Snapshot { rv, items };
+        let snap = Snapshot {
+            rv,
+            epoch: s.epoch,
+            items,
+        };
         if s.recent.len() >= RECENT_SNAPSHOTS {
             s.recent.pop_front();
         }
@@ -455,6 +478,7 @@ impl<M> Store<M> {
         (
             Snapshot {
                 rv: s.rv,
+                epoch: s.epoch,
                 items: s.items.clone(),
             },
             rx,
@@ -585,6 +609,21 @@ mod tests {
         assert_eq!(keys(&store.current()), vec!["c@7"]);
         assert!(store.snapshot_at(3).is_none());
         assert_eq!(store.rv(), 9);
+    }
+
+    #[test]
+    fn a_relist_at_a_version_seen_before_is_a_newer_state() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 4);
+        let before = store.current();
+        store.replace(vec![entry("a", 1), entry("b", 3)], 4);
+        let after = store.current();
+        assert_eq!(before.rv, after.rv);
+        assert!(after.version() > before.version());
+        assert_eq!(store.snapshot_at(4).unwrap().version(), after.version());
+        store.apply(EventType::Added, entry("c", 5)).unwrap();
+        assert_eq!(store.snapshot_at(4).unwrap().version(), after.version());
+        assert_eq!(keys(&store.snapshot_at(4).unwrap()), vec!["a@1", "b@3"]);
     }
 
     #[test]

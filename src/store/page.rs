@@ -38,8 +38,8 @@ impl PageRequest<'_> {
 /// remainder: 2,000 pages × ½ million keys); with this, only a walk's first
 /// page counts, the others subtract.
 ///
-/// Keyed by snapshot rv and absolute start key; the store clears it when a
-/// relist replaces its state. Bounded: the oldest entries go first, and a
+/// Keyed by snapshot version (epoch, rv) and absolute start key; the store
+/// clears it when a relist replaces its state. Bounded: the oldest entries go first, and a
 /// walk whose count went counts its next page again.
 #[derive(Default)]
 pub struct RemainingCounts {
@@ -48,23 +48,26 @@ pub struct RemainingCounts {
 
 #[derive(Default)]
 struct CountsInner {
-    /// (rv, start key) → the keys of the range from the start key on.
-    from: HashMap<(u64, String), i64>,
-    order: VecDeque<(u64, String)>,
+    /// (version, start key) → the keys of the range from the start key on.
+    from: HashMap<(Version, String), i64>,
+    order: VecDeque<(Version, String)>,
 }
+
+/// A snapshot's (epoch, rv).
+type Version = (u64, u64);
 
 /// Walks remembered at once: one per page walk in progress.
 const REMEMBERED_WALKS: usize = 4096;
 
 impl RemainingCounts {
-    fn get(&self, rv: u64, start: &str) -> Option<i64> {
+    fn get(&self, rv: Version, start: &str) -> Option<i64> {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         // No allocation for the lookup would need a borrowed tuple key; a
         // page's read allocates far more than this key.
         inner.from.get(&(rv, start.to_string())).copied()
     }
 
-    fn put(&self, rv: u64, start: String, count: i64) {
+    fn put(&self, rv: Version, start: String, count: i64) {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let key = (rv, start);
         if inner.from.insert(key.clone(), count).is_none() {
@@ -93,11 +96,12 @@ pub fn read_page<M>(items: &Items<M>, req: &PageRequest<'_>) -> Page<M> {
     read_page_counted(items, req, None)
 }
 
-/// `counts` with the snapshot's rv: what a walk's pages learn of the rest.
+/// `counts` with the snapshot's version: what a walk's pages learn of the
+/// rest.
 pub fn read_page_counted<M>(
     items: &Items<M>,
     req: &PageRequest<'_>,
-    counts: Option<(&RemainingCounts, u64)>,
+    counts: Option<(&RemainingCounts, Version)>,
 ) -> Page<M> {
     let start_key = format!("{}{}", req.prefix, req.start.unwrap_or(""));
     let mut range = items
@@ -174,7 +178,7 @@ mod tests {
         it: &Items,
         prefix: &str,
         limit: usize,
-        counts: Option<(&RemainingCounts, u64)>,
+        counts: Option<(&RemainingCounts, Version)>,
     ) -> Vec<(Vec<String>, Option<i64>)> {
         walk_with(it, prefix, limit, &LabelSelector::default(), counts)
     }
@@ -184,7 +188,7 @@ mod tests {
         prefix: &str,
         limit: usize,
         labels: &LabelSelector,
-        counts: Option<(&RemainingCounts, u64)>,
+        counts: Option<(&RemainingCounts, Version)>,
     ) -> Vec<(Vec<String>, Option<i64>)> {
         let fields = FieldSelector::default();
         let mut pages = Vec::new();
@@ -234,10 +238,10 @@ mod tests {
         let counts = RemainingCounts::default();
         for prefix in ["", "n1/"] {
             let counting = walk(&it, prefix, 5, &LabelSelector::default());
-            let remembering = walk_counted(&it, prefix, 5, Some((&counts, 7)));
+            let remembering = walk_counted(&it, prefix, 5, Some((&counts, (0, 7))));
             assert_eq!(remembering, counting, "prefix {prefix:?}");
             // And again, with every count already known.
-            let again = walk_counted(&it, prefix, 5, Some((&counts, 7)));
+            let again = walk_counted(&it, prefix, 5, Some((&counts, (0, 7))));
             assert_eq!(again, counting, "prefix {prefix:?}, counts known");
         }
     }
@@ -246,14 +250,14 @@ mod tests {
     fn remembered_counts_belong_to_their_snapshot_and_are_bounded() {
         let it = items(&["a/1", "a/2", "a/3"]);
         let counts = RemainingCounts::default();
-        walk_counted(&it, "", 1, Some((&counts, 7)));
+        walk_counted(&it, "", 1, Some((&counts, (0, 7))));
         // The same keys at another rv: a different state, counted afresh.
         let other = items(&["a/1", "a/2", "a/25", "a/3"]);
-        let pages = walk_counted(&other, "", 1, Some((&counts, 8)));
+        let pages = walk_counted(&other, "", 1, Some((&counts, (0, 8))));
         let rems: Vec<_> = pages.iter().map(|p| p.1).collect();
         assert_eq!(rems, vec![Some(3), Some(2), Some(1), None]);
         for rv in 0..(REMEMBERED_WALKS as u64 + 10) {
-            counts.put(rv, "k".into(), 1);
+            counts.put((0, rv), "k".into(), 1);
         }
         assert_eq!(counts.len(), REMEMBERED_WALKS);
     }

@@ -263,7 +263,7 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
     let limit = opts.limit.max(0) as usize;
     let etcd_now = || Snapshot {
         rv: sim.revision(),
-        items: t.store.current().items,
+        ..t.store.current()
     };
     let (snap, start, paged) = match mode {
         ReadMode::Any => (t.store.current(), None, false),

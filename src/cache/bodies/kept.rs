@@ -84,7 +84,8 @@ struct Kept {
 }
 
 struct Inner {
-    rv: u64,
+    /// The snapshot version (epoch, rv) the bodies were made of.
+    rv: (u64, u64),
     bodies: HashMap<BodyKey, Kept>,
 }
 
@@ -99,7 +100,7 @@ impl BodyCache {
         BodyCache {
             budget,
             inner: Mutex::new(Inner {
-                rv: 0,
+                rv: (0, 0),
                 bodies: HashMap::new(),
             }),
         }
@@ -114,7 +115,7 @@ impl BodyCache {
         self.budget.give_back(freed);
     }
 
-    /// The body for `key` at snapshot `rv`, made by `make` unless kept for
+    /// The body for `key` at snapshot version `rv` (epoch, rv), made by `make` unless kept for
     /// the same `generation`: what else than the snapshot a body depends on
     /// (a Table's ages: the second it is made in; a gzip list that can be
     /// stitched: how many times its type's pieces were filled, so that a
@@ -122,7 +123,7 @@ impl BodyCache {
     /// are there; 0 for the rest).
     pub async fn get_or_make<F, Fut, E>(
         &self,
-        rv: u64,
+        rv: (u64, u64),
         key: BodyKey,
         generation: i64,
         make: F,
@@ -168,7 +169,7 @@ impl BodyCache {
     fn cell(
         &self,
         inner: &mut Inner,
-        rv: u64,
+        rv: (u64, u64),
         key: &BodyKey,
         generation: i64,
     ) -> Arc<OnceCell<Finished>> {
@@ -201,7 +202,7 @@ impl BodyCache {
 
     /// Accounts a body just made, or lets it go when the budget is spent
     /// or the snapshot moved on meanwhile.
-    fn charge(&self, rv: u64, key: &BodyKey, cell: &Arc<OnceCell<Finished>>, n: usize) {
+    fn charge(&self, rv: (u64, u64), key: &BodyKey, cell: &Arc<OnceCell<Finished>>, n: usize) {
         let mut inner = self.lock();
         let ours = inner.rv == rv
             && inner
@@ -226,7 +227,7 @@ impl Drop for BodyCache {
         let mut inner = std::mem::replace(
             &mut *self.lock(),
             Inner {
-                rv: 0,
+                rv: (0, 0),
                 bodies: HashMap::new(),
             },
         );
@@ -279,14 +280,27 @@ mod tests {
                 .bytes
             }
         };
-        assert_eq!(get(5, "a").await, "a");
-        assert_eq!(get(5, "b").await, "a", "kept for the same version");
+        assert_eq!(get((0, 5), "a").await, "a");
+        assert_eq!(get((0, 5), "b").await, "a", "kept for the same version");
         assert_eq!(made.load(Ordering::SeqCst), 1);
         let one = 1 + key("").footprint();
         assert_eq!(budget.used(), one);
-        assert_eq!(get(6, "c").await, "c", "a newer version drops it");
-        assert_eq!(get(5, "d").await, "d", "an older version is made, not kept");
-        assert_eq!(get(6, "e").await, "c");
+        assert_eq!(get((0, 6), "c").await, "c", "a newer version drops it");
+        assert_eq!(
+            get((0, 5), "d").await,
+            "d",
+            "an older version is made, not kept"
+        );
+        assert_eq!(get((0, 6), "e").await, "c");
+        assert_eq!(budget.used(), one);
+        // A relist's state at an rv seen before is another state.
+        assert_eq!(get((1, 6), "f").await, "f", "a newer epoch drops it");
+        assert_eq!(
+            get((0, 7), "g").await,
+            "g",
+            "an older epoch is made, not kept"
+        );
+        assert_eq!(get((1, 6), "h").await, "f");
         assert_eq!(budget.used(), one);
         drop(c);
         assert_eq!(budget.used(), 0);
@@ -295,8 +309,9 @@ mod tests {
     #[tokio::test]
     async fn bodies_are_remade_for_a_new_generation_of_their_key() {
         let c = BodyCache::new(Arc::default());
-        let t =
-            |generation, s| c.get_or_make(1, key(""), generation, move || async move { body(s) });
+        let t = |generation, s| {
+            c.get_or_make((0, 1), key(""), generation, move || async move { body(s) })
+        };
         assert_eq!(t(100, "x").await.unwrap().bytes, "x");
         assert_eq!(t(100, "y").await.unwrap().bytes, "x");
         assert_eq!(t(101, "z").await.unwrap().bytes, "z");
@@ -308,7 +323,8 @@ mod tests {
         let f = key("a/").footprint();
         budget.set_limit(f + 3);
         let c = BodyCache::new(budget.clone());
-        let get = |k: &'static str, s| c.get_or_make(1, key(k), 0, move || async move { body(s) });
+        let get =
+            |k: &'static str, s| c.get_or_make((0, 1), key(k), 0, move || async move { body(s) });
         assert_eq!(get("a/", "12").await.unwrap().bytes, "12");
         assert_eq!(get("b/", "3456").await.unwrap().bytes, "3456");
         assert_eq!(get("b/", "78").await.unwrap().bytes, "78", "not kept");
@@ -325,7 +341,7 @@ mod tests {
             let mut k = key("");
             k.start = Some(format!("ns/pod-{i:05}"));
             k.limit = 1;
-            c.get_or_make(1, k, 0, || async { body("x") })
+            c.get_or_make((0, 1), k, 0, || async { body("x") })
                 .await
                 .unwrap();
         }
@@ -337,9 +353,13 @@ mod tests {
     #[tokio::test]
     async fn a_failed_make_is_not_kept() {
         let c = BodyCache::new(Arc::default());
-        let r = c.get_or_make(1, key(""), 0, || async { Err(Failed) }).await;
+        let r = c
+            .get_or_make((0, 1), key(""), 0, || async { Err(Failed) })
+            .await;
         assert!(r.is_err());
-        let r = c.get_or_make(1, key(""), 0, || async { body("ok") }).await;
+        let r = c
+            .get_or_make((0, 1), key(""), 0, || async { body("ok") })
+            .await;
         assert_eq!(r.unwrap().bytes, "ok");
     }
 
@@ -351,7 +371,7 @@ mod tests {
         for _ in 0..8 {
             let (c, made) = (c.clone(), made.clone());
             tasks.push(tokio::spawn(async move {
-                c.get_or_make(1, key(""), 0, || async move {
+                c.get_or_make((0, 1), key(""), 0, || async move {
                     made.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     body("once")
