@@ -90,6 +90,9 @@ pub struct FileConfig {
     /// After SIGTERM, keep accepting this long with readiness failing (a Go
     /// duration; default 5s off loopback, 0s on it).
     pub shutdown_delay_duration: Option<String>,
+    /// How often each type's cache is compared with the upstream (a Go
+    /// duration; default 5m; 0s: never).
+    pub consistency_check_interval: Option<String>,
     /// Open connections at most (default: below the open-files limit).
     pub max_connections: Option<usize>,
     /// Bytes of the cache's answers in flight to clients at most (default:
@@ -119,6 +122,7 @@ pub struct ServeConfig {
     pub drain: Duration,
     /// How long kubecache keeps accepting after SIGTERM.
     pub shutdown_delay: Duration,
+    pub reflector: crate::reflector::ReflectorConfig,
     pub eager: Vec<crate::resource::GroupVersionResource>,
 }
 
@@ -262,6 +266,13 @@ impl FileConfig {
             &self.shutdown_delay_duration,
             delay_default,
         )?;
+        let mut reflector = crate::reflector::ReflectorConfig::default();
+        let check = duration(
+            "consistency-check-interval",
+            &self.consistency_check_interval,
+            reflector.consistency_check.unwrap_or_default(),
+        )?;
+        reflector.consistency_check = (!check.is_zero()).then_some(check);
         if limits.requests_per_user == 0 || limits.watches_per_user == 0 {
             return Err(ConfigError::Invalid(
                 "maxRequestsPerUser and maxWatchesPerUser must be at least 1".into(),
@@ -301,6 +312,7 @@ impl FileConfig {
             history,
             drain: Duration::from_secs(self.drain_seconds.unwrap_or(30)),
             shutdown_delay,
+            reflector,
             eager,
         })
     }
@@ -451,6 +463,24 @@ mod tests {
         assert!(with(None, Some("garbage.pem")).contains("together"));
         assert!(with(Some("garbage.pem"), Some("garbage.pem")).contains("client certificate"));
         assert!(with(Some("missing.pem"), Some("garbage.pem")).contains("missing.pem"));
+    }
+
+    #[test]
+    fn the_consistency_check_runs_every_five_minutes_unless_set_or_turned_off() {
+        let with = |v: Option<&str>| {
+            FileConfig {
+                upstream: Some("http://127.0.0.1:8080".into()),
+                consistency_check_interval: v.map(str::to_string),
+                ..Default::default()
+            }
+            .into_serve()
+        };
+        let every = |v| with(v).unwrap().reflector.consistency_check;
+        assert_eq!(every(None), Some(Duration::from_secs(300)));
+        assert_eq!(every(Some("90s")), Some(Duration::from_secs(90)));
+        assert_eq!(every(Some("0s")), None);
+        let e = with(Some("often")).unwrap_err().to_string();
+        assert!(e.contains("--consistency-check-interval \"often\""), "{e}");
     }
 
     #[test]

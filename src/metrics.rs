@@ -34,6 +34,18 @@ pub fn request(verb: &'static str, resource: &str, code: u16, served_by: ServedB
     .increment(1);
 }
 
+/// One comparison of a type's cache with the upstream
+/// (`consistent`, `inconsistent`, `skipped`, `failed`), as the apiserver's
+/// `apiserver_storage_consistency_checks_total`.
+pub fn consistency_check(resource: &str, outcome: &'static str) {
+    counter!(
+        "kubecache_consistency_checks_total",
+        "resource" => resource.to_string(),
+        "status" => outcome
+    )
+    .increment(1);
+}
+
 /// Why a read went upstream instead of being served from the cache.
 pub fn forwarded(reason: &'static str) {
     counter!("kubecache_forwarded_requests_total", "reason" => reason).increment(1);

@@ -283,6 +283,11 @@ struct ServeArgs {
     /// listening on loopback).
     #[arg(long)]
     shutdown_delay_duration: Option<String>,
+    /// How often each cached type is compared with the upstream at the
+    /// cache's resourceVersion, relisting on a difference (default 5m;
+    /// 0s turns it off).
+    #[arg(long)]
+    consistency_check_interval: Option<String>,
     /// trust-local: pass on pods' exec and attach (refused otherwise, as
     /// kubectl proxy refuses them).
     #[arg(long)]
@@ -375,6 +380,9 @@ impl ServeArgs {
         file.shutdown_delay_duration = self
             .shutdown_delay_duration
             .or(file.shutdown_delay_duration);
+        file.consistency_check_interval = self
+            .consistency_check_interval
+            .or(file.consistency_check_interval);
         file.tls_cert_file = self.tls_cert_file.or(file.tls_cert_file);
         file.tls_private_key_file = self.tls_private_key_file.or(file.tls_private_key_file);
         file.into_serve()
@@ -422,8 +430,7 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
         .install_recorder()
         .map_err(CliError::Metrics)?;
     let (listener, bound) = listen(cfg.listen).await?;
-    let cache =
-        Cache::new(&cfg.upstream, cfg.history, Default::default()).map_err(CliError::Cache)?;
+    let cache = Cache::new(&cfg.upstream, cfg.history, cfg.reflector).map_err(CliError::Cache)?;
     if let Err(e) = cache.refresh_discovery().await {
         tracing::warn!(error = %e, "initial discovery failed; requests are forwarded until it succeeds");
     }

@@ -28,6 +28,9 @@ pub struct Faults {
     stall: watch::Sender<bool>,
     /// The next this many watch events go out as undecodable lines.
     garbage: AtomicU64,
+    /// The next this many watch events are not sent at all, the watch
+    /// going on as if they had been: a silently inconsistent cache.
+    lose: AtomicU64,
 }
 
 impl Default for Faults {
@@ -40,6 +43,7 @@ impl Default for Faults {
             drops: watch::channel(0).0,
             stall: watch::channel(false).0,
             garbage: AtomicU64::new(0),
+            lose: AtomicU64::new(0),
         }
     }
 }
@@ -54,6 +58,7 @@ pub enum FaultCommand {
     DropWatches,
     StallWatches(bool),
     GarbageWatchEvents(u64),
+    LoseWatchEvents(u64),
     /// Compact history and drop watches: resuming from before now is a 410.
     Expire,
 }
@@ -74,7 +79,7 @@ pub enum FaultCommandError {
     /// `dropWatches` and `expire` are actions: switching one off means nothing.
     #[error("{key}={value:?} does nothing")]
     DoesNothing { key: String, value: String },
-    #[error("unknown fault {key:?}; known: errors, throttled, retryAfterSeconds, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire")]
+    #[error("unknown fault {key:?}; known: errors, throttled, retryAfterSeconds, latencyMs, dropWatches, stallWatches, garbageWatchEvents, loseWatchEvents, expire")]
     UnknownFault { key: String },
 }
 
@@ -106,6 +111,7 @@ impl FaultCommand {
             "dropWatches" if flag()? => FaultCommand::DropWatches,
             "stallWatches" => FaultCommand::StallWatches(flag()?),
             "garbageWatchEvents" => FaultCommand::GarbageWatchEvents(number()?),
+            "loseWatchEvents" => FaultCommand::LoseWatchEvents(number()?),
             "expire" if flag()? => FaultCommand::Expire,
             "dropWatches" | "expire" => {
                 return Err(FaultCommandError::DoesNothing {
@@ -133,6 +139,7 @@ impl Faults {
                 self.stall.send_replace(*on);
             }
             FaultCommand::GarbageWatchEvents(n) => self.garbage.store(*n, Ordering::Release),
+            FaultCommand::LoseWatchEvents(n) => self.lose.store(*n, Ordering::Release),
         }
     }
 
@@ -155,6 +162,11 @@ impl Faults {
         take_one(&self.throttled).then(|| self.retry_after_seconds.load(Ordering::Acquire))
     }
 
+    /// Whether this watch event is one to lose (and counts it).
+    pub fn take_lost(&self) -> bool {
+        take_one(&self.lose)
+    }
+
     pub fn take_garbage(&self) -> bool {
         take_one(&self.garbage)
     }
@@ -175,6 +187,7 @@ impl Faults {
             "latencyMs": self.latency_ms.load(Ordering::Acquire),
             "stallWatches": *self.stall.borrow(),
             "garbageWatchEvents": self.garbage.load(Ordering::Acquire),
+            "loseWatchEvents": self.lose.load(Ordering::Acquire),
             "watchDrops": *self.drops.borrow(),
         })
     }
@@ -238,6 +251,10 @@ impl WatchFaults {
                 let Ok(line) = frame.into_data() else {
                     continue;
                 };
+                // Only events: a lost bookmark loses nothing.
+                if !line.starts_with(b"{\"type\":\"BOOKMARK\"") && faults.take_lost() {
+                    continue;
+                }
                 let line = if faults.take_garbage() {
                     Bytes::from_static(GARBAGE_LINE)
                 } else {
@@ -291,7 +308,7 @@ mod tests {
         assert_eq!(err("expire", "0"), "expire=\"0\" does nothing");
         assert_eq!(
             err("explode", "1"),
-            "unknown fault \"explode\"; known: errors, throttled, retryAfterSeconds, latencyMs, dropWatches, stallWatches, garbageWatchEvents, expire"
+            "unknown fault \"explode\"; known: errors, throttled, retryAfterSeconds, latencyMs, dropWatches, stallWatches, garbageWatchEvents, loseWatchEvents, expire"
         );
         let e = FaultCommand::parse("latencyMs", "x").unwrap_err();
         assert!(std::error::Error::source(&e).is_some());
@@ -304,6 +321,9 @@ mod tests {
         f.apply(&FaultCommand::RetryAfterSeconds(7));
         assert_eq!(f.take_throttle(), Some(7));
         assert_eq!(f.take_throttle(), None);
+        f.apply(&FaultCommand::LoseWatchEvents(1));
+        assert!(f.take_lost());
+        assert!(!f.take_lost());
         f.apply(&FaultCommand::Errors(2));
         assert!(f.take_error());
         assert!(f.take_error());

@@ -176,4 +176,8 @@ impl Writer for TypeCache {
             *c = condition;
         }
     }
+
+    fn snapshot(&self) -> crate::encode::codec::Snapshot {
+        self.store.current()
+    }
 }

@@ -8,6 +8,8 @@ mod writer;
 
 pub use writer::Writer;
 
+pub mod consistency;
+
 use crate::encode::codec::{DecodeError, ListStyle, TypeCodec};
 use crate::metrics;
 use crate::store::EventType;
@@ -21,6 +23,7 @@ use serde_json::value::RawValue;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// Where the reflector is; each step moves it to the next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +67,9 @@ pub enum ReflectorError {
     WatchDecode(String),
     #[error("watch: {0}")]
     Apply(#[from] crate::store::StoreError),
+    /// The consistency check found the cache different from the upstream.
+    #[error("the cache differs from the upstream")]
+    Inconsistent,
 }
 
 impl ReflectorError {
@@ -88,6 +94,7 @@ impl ReflectorError {
             | ReflectorError::WatchBroke { .. }
             | ReflectorError::WatchDecode(_)
             | ReflectorError::Apply(_) => "watch",
+            ReflectorError::Inconsistent => "inconsistent",
             ReflectorError::WatchExpired(_) => "expired",
         }
     }
@@ -109,6 +116,9 @@ pub struct ReflectorConfig {
     /// The timeout of the watch that follows a stall: short, so that a
     /// stall repeated is found in seconds and leads to a relist.
     pub recheck_timeout_seconds: u64,
+    /// How often the cache is compared with the upstream (`consistency`);
+    /// `None`: never.
+    pub consistency_check: Option<Duration>,
 }
 
 impl Default for ReflectorConfig {
@@ -118,6 +128,8 @@ impl Default for ReflectorConfig {
             watch_timeout_seconds: (60, 120),
             watch_grace: Duration::from_secs(15),
             recheck_timeout_seconds: 10,
+            // The apiserver checks its watch cache every 5 minutes too.
+            consistency_check: Some(Duration::from_secs(300)),
         }
     }
 }
@@ -223,6 +235,16 @@ pub async fn run<W: Writer>(
     let mut stalled = false;
     let resource = writer.resource().to_string();
     writer.report(Condition::Starting);
+    let relist = Arc::new(Notify::new());
+    // Ends with the reflector (dropped with this future).
+    let _checker = cfg.consistency_check.map(|every| {
+        AbortOnDrop(tokio::spawn(consistency::run(
+            up.clone(),
+            writer.clone(),
+            every,
+            relist.clone(),
+        )))
+    });
     loop {
         let next = match &phase {
             Phase::Empty => Ok(Phase::Listing { consistent: false }),
@@ -238,7 +260,11 @@ pub async fn run<W: Writer>(
                 } else {
                     rand::rng().random_range(lo..=hi.max(lo))
                 };
-                watch(&up, &*writer, &cfg, *rv, timeout, &mut backoff).await
+                let w = watch(&up, &*writer, &cfg, *rv, timeout, &mut backoff);
+                tokio::select! {
+                    end = w => end,
+                    _ = relist.notified() => Err(ReflectorError::Inconsistent),
+                }
             }
         };
         let e = match next {
@@ -261,7 +287,9 @@ pub async fn run<W: Writer>(
             matches!(e, ReflectorError::WatchStalled { .. }),
         );
         phase = match &e {
-            ReflectorError::WatchExpired(_) | ReflectorError::ListExpired => {
+            ReflectorError::WatchExpired(_)
+            | ReflectorError::ListExpired
+            | ReflectorError::Inconsistent => {
                 tracing::info!(%resource, error = %e, "reflector relisting");
                 Phase::Listing { consistent: true }
             }
@@ -291,6 +319,15 @@ pub async fn run<W: Writer>(
                 next
             }
         };
+    }
+}
+
+/// A task that ends when its handle goes.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

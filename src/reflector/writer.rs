@@ -4,7 +4,7 @@
 //! events and progress; readers of the cache never see it.
 
 use super::{Condition, ReflectorStats};
-use crate::encode::codec::{Entry, TypeCodec};
+use crate::encode::codec::{Entry, Snapshot, TypeCodec};
 use crate::resource::GroupVersionResource;
 use crate::store::{EventType, StoreError};
 use std::sync::Arc;
@@ -32,4 +32,8 @@ pub trait Writer: Send + Sync + 'static {
 
     /// What the reflector is doing now.
     fn report(&self, condition: Condition);
+
+    /// The state written so far, to compare with the upstream's
+    /// (`consistency`).
+    fn snapshot(&self) -> Snapshot;
 }

@@ -380,8 +380,17 @@ impl Upstream {
 
     /// A GET the proxy makes for itself (lists, watches, discovery).
     pub async fn get(&self, path_and_query: &str) -> Result<Response<Incoming>, UpstreamError> {
+        self.get_accepting(path_and_query, "application/json").await
+    }
+
+    /// A GET asking for the representations in `accept`.
+    pub async fn get_accepting(
+        &self,
+        path_and_query: &str,
+        accept: &'static str,
+    ) -> Result<Response<Incoming>, UpstreamError> {
         let req = Request::get(self.uri(path_and_query))
-            .header(header::ACCEPT, "application/json")
+            .header(header::ACCEPT, accept)
             .header(
                 header::USER_AGENT,
                 concat!("kubecache/", env!("CARGO_PKG_VERSION")),
@@ -410,6 +419,16 @@ impl Upstream {
     /// A GET whose whole body is wanted; non-2xx answers are errors.
     pub async fn get_bytes(&self, path_and_query: &str) -> Result<Bytes, UpstreamError> {
         let resp = self.get(path_and_query).await?;
+        Self::whole(resp, path_and_query).await
+    }
+
+    /// `get_bytes` asking for the representations in `accept`.
+    pub async fn get_bytes_accepting(
+        &self,
+        path_and_query: &str,
+        accept: &'static str,
+    ) -> Result<Bytes, UpstreamError> {
+        let resp = self.get_accepting(path_and_query, accept).await?;
         Self::whole(resp, path_and_query).await
     }
 

@@ -156,6 +156,11 @@ impl ProxyBuilder {
         self.reflector.watch_grace = grace;
         self
     }
+    /// Each cached type is compared with the upstream this often.
+    pub fn consistency_check(mut self, every: Duration) -> Self {
+        self.reflector.consistency_check = Some(every);
+        self
+    }
     pub async fn start(self) -> Proxy {
         proxy(self).await
     }
