@@ -93,6 +93,15 @@ pub struct FileConfig {
     /// How often each type's cache is compared with the upstream (a Go
     /// duration; default 5m; 0s: never).
     pub consistency_check_interval: Option<String>,
+    /// The objects' bytes all types together may cache (default: a
+    /// quarter of the memory limit, else no limit); a type that would pass
+    /// it is forwarded instead.
+    pub max_cache_bytes: Option<usize>,
+    /// The objects' bytes one type may cache (default: no limit of its own).
+    pub max_type_cache_bytes: Option<usize>,
+    /// A type nobody reads or watches for this long is let go (a Go
+    /// duration; default 1h; 0s: never).
+    pub cache_idle_timeout: Option<String>,
     /// Open connections at most (default: below the open-files limit).
     pub max_connections: Option<usize>,
     /// Bytes of the cache's answers in flight to clients at most (default:
@@ -123,6 +132,7 @@ pub struct ServeConfig {
     /// How long kubecache keeps accepting after SIGTERM.
     pub shutdown_delay: Duration,
     pub reflector: crate::reflector::ReflectorConfig,
+    pub cache: crate::cache::CacheLimits,
     pub eager: Vec<crate::resource::GroupVersionResource>,
 }
 
@@ -273,6 +283,18 @@ impl FileConfig {
             reflector.consistency_check.unwrap_or_default(),
         )?;
         reflector.consistency_check = (!check.is_zero()).then_some(check);
+        let idle = duration(
+            "cache-idle-timeout",
+            &self.cache_idle_timeout,
+            crate::cache::limits::DEFAULT_IDLE_AFTER,
+        )?;
+        let cache = crate::cache::CacheLimits {
+            max_type_bytes: self.max_type_cache_bytes,
+            max_total_bytes: self.max_cache_bytes.or_else(|| {
+                crate::cache::limits::default_total(crate::serve::limits::memory_limit())
+            }),
+            idle_after: (!idle.is_zero()).then_some(idle),
+        };
         if limits.requests_per_user == 0 || limits.watches_per_user == 0 {
             return Err(ConfigError::Invalid(
                 "maxRequestsPerUser and maxWatchesPerUser must be at least 1".into(),
@@ -313,6 +335,7 @@ impl FileConfig {
             drain: Duration::from_secs(self.drain_seconds.unwrap_or(30)),
             shutdown_delay,
             reflector,
+            cache,
             eager,
         })
     }
@@ -481,6 +504,42 @@ mod tests {
         assert_eq!(every(Some("0s")), None);
         let e = with(Some("often")).unwrap_err().to_string();
         assert!(e.contains("--consistency-check-interval \"often\""), "{e}");
+    }
+
+    #[test]
+    fn cache_limits_come_from_the_file_or_their_defaults() {
+        let with = |f: FileConfig| {
+            FileConfig {
+                upstream: Some("http://127.0.0.1:8080".into()),
+                ..f
+            }
+            .into_serve()
+        };
+        let c = with(FileConfig::default()).unwrap().cache;
+        assert_eq!(c.idle_after, Some(Duration::from_secs(3600)));
+        assert_eq!(c.max_type_bytes, None);
+        assert_eq!(
+            c.max_total_bytes,
+            crate::serve::limits::memory_limit().map(|m| m / 4)
+        );
+        let c = with(FileConfig {
+            max_cache_bytes: Some(1 << 30),
+            max_type_cache_bytes: Some(1 << 20),
+            cache_idle_timeout: Some("0s".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .cache;
+        assert_eq!(
+            (c.max_total_bytes, c.max_type_bytes, c.idle_after),
+            (Some(1 << 30), Some(1 << 20), None)
+        );
+        let e = with(FileConfig {
+            cache_idle_timeout: Some("later".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("--cache-idle-timeout"), "{e}");
     }
 
     #[test]

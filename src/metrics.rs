@@ -46,6 +46,17 @@ pub fn consistency_check(resource: &str, outcome: &'static str) {
     .increment(1);
 }
 
+/// A type's cache let go (`too_large`, `idle`): its reads are forwarded
+/// until it is cached again.
+pub fn cache_released(resource: &str, reason: &'static str) {
+    counter!(
+        "kubecache_cache_released_total",
+        "resource" => resource.to_string(),
+        "reason" => reason
+    )
+    .increment(1);
+}
+
 /// Why a read went upstream instead of being served from the cache.
 pub fn forwarded(reason: &'static str) {
     counter!("kubecache_forwarded_requests_total", "reason" => reason).increment(1);

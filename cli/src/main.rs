@@ -288,6 +288,18 @@ struct ServeArgs {
     /// 0s turns it off).
     #[arg(long)]
     consistency_check_interval: Option<String>,
+    /// The objects' bytes all types together may cache; a type that would
+    /// pass it is forwarded instead (default: a quarter of the container's
+    /// memory limit, else none).
+    #[arg(long)]
+    max_cache_bytes: Option<usize>,
+    /// The objects' bytes one type may cache (default: no limit of its own).
+    #[arg(long)]
+    max_type_cache_bytes: Option<usize>,
+    /// A type nobody reads or watches for this long is let go; the next
+    /// read starts it again (default 1h; 0s: never).
+    #[arg(long)]
+    cache_idle_timeout: Option<String>,
     /// trust-local: pass on pods' exec and attach (refused otherwise, as
     /// kubectl proxy refuses them).
     #[arg(long)]
@@ -383,6 +395,9 @@ impl ServeArgs {
         file.consistency_check_interval = self
             .consistency_check_interval
             .or(file.consistency_check_interval);
+        file.max_cache_bytes = self.max_cache_bytes.or(file.max_cache_bytes);
+        file.max_type_cache_bytes = self.max_type_cache_bytes.or(file.max_type_cache_bytes);
+        file.cache_idle_timeout = self.cache_idle_timeout.or(file.cache_idle_timeout);
         file.tls_cert_file = self.tls_cert_file.or(file.tls_cert_file);
         file.tls_private_key_file = self.tls_private_key_file.or(file.tls_private_key_file);
         file.into_serve()
@@ -430,7 +445,8 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
         .install_recorder()
         .map_err(CliError::Metrics)?;
     let (listener, bound) = listen(cfg.listen).await?;
-    let cache = Cache::new(&cfg.upstream, cfg.history, cfg.reflector).map_err(CliError::Cache)?;
+    let cache = Cache::new(&cfg.upstream, cfg.history, cfg.reflector, cfg.cache)
+        .map_err(CliError::Cache)?;
     if let Err(e) = cache.refresh_discovery().await {
         tracing::warn!(error = %e, "initial discovery failed; requests are forwarded until it succeeds");
     }

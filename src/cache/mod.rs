@@ -4,8 +4,10 @@
 //! (`bodies`).
 
 pub mod bodies;
+pub mod limits;
 pub mod registry;
 pub mod type_cache;
 
+pub use limits::CacheLimits;
 pub use registry::{Cache, CacheError};
 pub use type_cache::TypeCache;

@@ -4,6 +4,7 @@
 //! runtime, apart from the one serving clients.
 
 use super::bodies::Budget;
+use super::limits::{CacheLimits, CachedBytes};
 use super::type_cache::TypeCache;
 use crate::encode::codec::ListStyle;
 use crate::encode::print::Printer;
@@ -74,6 +75,8 @@ pub struct Cache {
     types: DashMap<GroupVersionResource, Arc<TypeCache>>,
     limits: HistoryLimits,
     reflector: ReflectorConfig,
+    cache_limits: CacheLimits,
+    cached: Arc<CachedBytes>,
     /// What all types' kept bodies may take.
     body_budget: Arc<Budget>,
 }
@@ -86,6 +89,7 @@ impl Cache {
         upstream: &UpstreamConfig,
         limits: HistoryLimits,
         reflector: ReflectorConfig,
+        cache_limits: CacheLimits,
     ) -> Result<Arc<Self>, CacheError> {
         let ingest = Ingest::start()?;
         let upstream = Upstream::on_runtime(upstream, ingest.handle().clone())?;
@@ -93,7 +97,7 @@ impl Cache {
         ingest
             .handle()
             .spawn(health.clone().run(upstream.clone(), ProbeConfig::default()));
-        Ok(Arc::new(Cache {
+        let cache = Arc::new(Cache {
             ingest,
             upstream,
             health,
@@ -103,8 +107,55 @@ impl Cache {
             types: DashMap::new(),
             limits,
             reflector,
+            cache_limits,
+            cached: Arc::default(),
             body_budget: Arc::default(),
-        }))
+        });
+        if let Some(idle) = cache_limits.idle_after {
+            let weak = Arc::downgrade(&cache);
+            cache.ingest.handle().spawn(async move {
+                // Often enough that a type goes within a quarter of its
+                // idle time past it.
+                let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(cache) = weak.upgrade() else { return };
+                    cache.let_go_idle(idle);
+                }
+            });
+        }
+        Ok(cache)
+    }
+
+    /// The bytes of objects every type's cache holds.
+    pub fn cached_bytes(&self) -> usize {
+        self.cached.total()
+    }
+
+    /// Lets go of the types nobody has asked for in `idle`, unless eager or
+    /// watched: their reflectors stop, and the next read starts them again.
+    fn let_go_idle(&self, idle: Duration) {
+        let idle_type = |tc: &TypeCache| !tc.in_use() && tc.idle_for() >= idle;
+        let candidates: Vec<GroupVersionResource> = self
+            .types
+            .iter()
+            .filter(|e| idle_type(e.value()))
+            .map(|e| e.key().clone())
+            .collect();
+        for gvr in candidates {
+            // Asked again under the entry's lock: a read that came since
+            // keeps the type. (One that took the type just before and
+            // starts a watch on it after this finds it released: forwarded,
+            // or its watch ends at once and is asked again.)
+            let Some((_, tc)) = self.types.remove_if(&gvr, |_, tc| idle_type(tc)) else {
+                continue;
+            };
+            tc.stop_reflector();
+            use crate::reflector::Writer;
+            tc.release();
+            tracing::info!(resource = %gvr, idle = ?tc.idle_for(), "letting an idle type's cache go");
+            crate::metrics::cache_released(&gvr.to_string(), "idle");
+        }
     }
 
     /// What the probes of the upstream found.
@@ -164,14 +215,17 @@ impl Cache {
                 rt.clone(),
                 self.limits,
                 self.body_budget.clone(),
+                self.cache_limits,
+                self.cached.clone(),
             ));
             tracing::info!(resource = %rt.gvr, "starting reflector");
-            self.ingest.handle().spawn(reflector::run(
+            let task = self.ingest.handle().spawn(reflector::run(
                 self.upstream.clone(),
                 tc.clone(),
                 self.reflector,
                 self.health.clone(),
             ));
+            tc.reflector_is(task.abort_handle());
             tc
         });
         entry.clone()

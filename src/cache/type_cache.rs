@@ -4,14 +4,16 @@
 //! [`Writer`]; requests read it.
 
 use super::bodies::{BodyCache, Budget, Pieces};
+use super::limits::{CacheLimits, CachedBytes};
 use crate::encode::codec::{Entry, ListStyle, Store, TypeCodec};
 use crate::encode::print::Printer;
 use crate::metrics;
-use crate::reflector::{Condition, ReflectorStats, Writer};
+use crate::reflector::{Condition, Overflow, ReflectorStats, Writer};
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::{EventType, HistoryLimits, StoreError};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 pub struct TypeCache {
@@ -32,6 +34,20 @@ pub struct TypeCache {
     pub bodies: BodyCache,
     /// Gzip pieces of the objects, for stitching gzipped lists.
     pub pieces: Arc<Pieces>,
+    limits: CacheLimits,
+    /// Every type's bytes, this one's as last reported (`reported`).
+    cached: Arc<CachedBytes>,
+    reported: AtomicUsize,
+    /// When a request last asked for the type, in seconds of `clock()`.
+    last_asked: AtomicU64,
+    /// Its reflector's task, stopped when the type is let go.
+    reflector: OnceLock<tokio::task::AbortHandle>,
+}
+
+/// Seconds since the first call: a coarse clock an atomic can hold.
+fn clock() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs()
 }
 
 impl AsRef<Store> for TypeCache {
@@ -41,11 +57,17 @@ impl AsRef<Store> for TypeCache {
 }
 
 impl TypeCache {
-    pub fn new(rt: ResourceType, limits: HistoryLimits, budget: Arc<Budget>) -> Self {
+    pub fn new(
+        rt: ResourceType,
+        history: HistoryLimits,
+        budget: Arc<Budget>,
+        limits: CacheLimits,
+        cached: Arc<CachedBytes>,
+    ) -> Self {
         let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
         TypeCache {
             rt,
-            store: Store::new(limits),
+            store: Store::new(history),
             codec: RwLock::new(Arc::new(codec)),
             synced: watch::channel(false).0,
             stats: ReflectorStats::default(),
@@ -55,7 +77,37 @@ impl TypeCache {
             custom_printer: Default::default(),
             bodies: BodyCache::new(budget.clone()),
             pieces: Arc::new(Pieces::new(budget)),
+            limits,
+            cached,
+            reported: AtomicUsize::new(0),
+            last_asked: AtomicU64::new(clock()),
+            reflector: OnceLock::new(),
         }
+    }
+
+    pub(super) fn reflector_is(&self, task: tokio::task::AbortHandle) {
+        let _ = self.reflector.set(task);
+    }
+
+    pub(super) fn stop_reflector(&self) {
+        if let Some(task) = self.reflector.get() {
+            task.abort();
+        }
+    }
+
+    /// A request asked for the type.
+    pub fn touch(&self) {
+        self.last_asked.store(clock(), Ordering::Relaxed);
+    }
+
+    /// How long since a request last asked for it, to the second.
+    pub fn idle_for(&self) -> Duration {
+        Duration::from_secs(clock().saturating_sub(self.last_asked.load(Ordering::Relaxed)))
+    }
+
+    /// Whether anyone depends on it now: it is eager or watched.
+    pub fn in_use(&self) -> bool {
+        self.is_eager() || self.store.watchers() > 0
     }
 
     pub fn codec(&self) -> Arc<TypeCodec> {
@@ -115,6 +167,8 @@ impl TypeCache {
     /// What the type's cache holds, for the size metrics.
     fn report_size(&self) {
         let (objects, bytes) = self.store.size();
+        self.cached
+            .changed(self.reported.swap(bytes, Ordering::Relaxed), bytes);
         let history = self.store.history_len();
         metrics::cache_size(&self.rt.gvr.to_string(), objects, bytes, history);
     }
@@ -179,5 +233,27 @@ impl Writer for TypeCache {
 
     fn snapshot(&self) -> crate::encode::codec::Snapshot {
         self.store.current()
+    }
+
+    fn room(&self, bytes: usize) -> Result<(), Overflow> {
+        self.cached
+            .room(&self.limits, self.reported.load(Ordering::Relaxed), bytes)
+    }
+
+    fn cached_bytes(&self) -> usize {
+        self.store.size().1
+    }
+
+    fn release(&self) {
+        self.synced.send_replace(false);
+        // Watchers end; the kept bodies go with the old epoch.
+        self.store.release();
+        self.report_size();
+    }
+}
+
+impl Drop for TypeCache {
+    fn drop(&mut self) {
+        self.cached.changed(*self.reported.get_mut(), 0);
     }
 }

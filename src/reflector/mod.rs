@@ -6,7 +6,7 @@
 
 mod writer;
 
-pub use writer::Writer;
+pub use writer::{Overflow, Writer};
 
 pub mod consistency;
 
@@ -70,6 +70,8 @@ pub enum ReflectorError {
     /// The consistency check found the cache different from the upstream.
     #[error("the cache differs from the upstream")]
     Inconsistent,
+    #[error("too large to cache: {0}")]
+    TooLarge(#[source] Overflow),
 }
 
 impl ReflectorError {
@@ -95,6 +97,7 @@ impl ReflectorError {
             | ReflectorError::WatchDecode(_)
             | ReflectorError::Apply(_) => "watch",
             ReflectorError::Inconsistent => "inconsistent",
+            ReflectorError::TooLarge(_) => "too_large",
             ReflectorError::WatchExpired(_) => "expired",
         }
     }
@@ -119,6 +122,8 @@ pub struct ReflectorConfig {
     /// How often the cache is compared with the upstream (`consistency`);
     /// `None`: never.
     pub consistency_check: Option<Duration>,
+    /// How long a type let go for its size waits before listing again.
+    pub too_large_retry: Duration,
 }
 
 impl Default for ReflectorConfig {
@@ -130,6 +135,7 @@ impl Default for ReflectorConfig {
             recheck_timeout_seconds: 10,
             // The apiserver checks its watch cache every 5 minutes too.
             consistency_check: Some(Duration::from_secs(300)),
+            too_large_retry: Duration::from_secs(600),
         }
     }
 }
@@ -148,6 +154,9 @@ pub enum Condition {
     Refused(u16),
     /// The last attempt failed; the reflector is backing off.
     Failing(String),
+    /// Let go for its size: its reads are forwarded; the reflector lists
+    /// again later.
+    TooLarge(Overflow),
 }
 
 impl Condition {
@@ -287,6 +296,16 @@ pub async fn run<W: Writer>(
             matches!(e, ReflectorError::WatchStalled { .. }),
         );
         phase = match &e {
+            ReflectorError::TooLarge(o) => {
+                tracing::warn!(%resource, error = %e, retry = ?cfg.too_large_retry,
+                    "letting the type's cache go: its reads are forwarded");
+                metrics::cache_released(&resource, "too_large");
+                writer.release();
+                writer.report(Condition::TooLarge(o.clone()));
+                let jitter = rand::rng().random_range(0.9..1.1);
+                tokio::time::sleep(cfg.too_large_retry.mul_f64(jitter)).await;
+                Phase::Listing { consistent: false }
+            }
             ReflectorError::WatchExpired(_)
             | ReflectorError::ListExpired
             | ReflectorError::Inconsistent => {
@@ -386,6 +405,7 @@ async fn list(
     let mut token: Option<String> = None;
     let mut codec = (*writer.codec()).clone();
     let mut rv;
+    let mut bytes = 0;
     loop {
         let query = match &token {
             Some(t) => format!("{base}?limit=500&continue={}", urlencode(t)),
@@ -409,6 +429,9 @@ async fn list(
         let page = codec
             .parse_list(&body)
             .map_err(ReflectorError::ListDecode)?;
+        bytes += page.entries.iter().map(|e| e.item.len()).sum::<usize>();
+        // Checked as it comes: a list too large to cache is not held whole.
+        writer.room(bytes).map_err(ReflectorError::TooLarge)?;
         entries.extend(page.entries);
         rv = page.rv;
         match page.continue_token {
@@ -489,6 +512,9 @@ async fn watch(
                 continue;
             }
             last = apply_event(writer, &codec, &resource, line, last)?;
+            writer
+                .room(writer.cached_bytes())
+                .map_err(ReflectorError::TooLarge)?;
             if started.elapsed() > Duration::from_secs(1) {
                 backoff.reset();
             }

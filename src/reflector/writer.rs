@@ -36,4 +36,24 @@ pub trait Writer: Send + Sync + 'static {
     /// The state written so far, to compare with the upstream's
     /// (`consistency`).
     fn snapshot(&self) -> Snapshot;
+
+    /// Whether the type's cache may hold `bytes` of objects.
+    fn room(&self, bytes: usize) -> Result<(), Overflow>;
+
+    /// The bytes of objects it holds now.
+    fn cached_bytes(&self) -> usize;
+
+    /// Lets everything go: the type is not cached (its reads are
+    /// forwarded, its watchers ended) until a list is replaced again.
+    fn release(&self);
+}
+
+/// A type's cache that would pass a limit of the cache's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{bytes} bytes of objects would pass the {which} limit of {limit}")]
+pub struct Overflow {
+    pub bytes: usize,
+    pub limit: usize,
+    /// `per-type` or `total`.
+    pub which: &'static str,
 }

@@ -93,6 +93,13 @@ fn ready_checks(state: &ServeState) -> Vec<Check> {
         .map(|tc| {
             let check = Check::new(format!("informer-sync/{}", tc.rt.gvr), tc.is_synced());
             let how = match tc.condition() {
+                // Not counted even for an eager type: its reads are
+                // forwarded, and no restart would make it fit.
+                Condition::TooLarge(o) => {
+                    return check
+                        .saying(format!("too large to cache ({o}); reads forwarded"))
+                        .excluded()
+                }
                 Condition::Refused(code) => Some(format!(
                     "the upstream refuses kubecache its list ({code}); reads forwarded"
                 )),

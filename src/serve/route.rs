@@ -16,6 +16,7 @@ use crate::encode::codec::ListStyle;
 use crate::encode::negotiate::Negotiation;
 use crate::encode::pretty::Layout;
 use crate::encode::Repr;
+use crate::reflector::Condition;
 use crate::request::accept::{Endpoint, Media};
 use crate::request::options::{ModeError, WatchFrom};
 use crate::request::{ListOptions, ReadMode, Request, Shape};
@@ -39,6 +40,8 @@ pub enum ForwardReason {
     NotSynced,
     /// A read that needs freshness, of a type whose reflector is failing.
     NotCurrent,
+    /// A type let go for its size (`cache::limits`).
+    TooLarge,
     Consistent,
     /// The read found what the cache cannot answer.
     Fallback(Fallback),
@@ -58,6 +61,7 @@ impl ForwardReason {
             ForwardReason::Scope => "scope",
             ForwardReason::NotSynced => "not_synced",
             ForwardReason::NotCurrent => "not_current",
+            ForwardReason::TooLarge => "too_large",
             ForwardReason::Consistent => "consistent_read",
             ForwardReason::Fallback(Fallback::NotInCache) => "version_not_in_cache",
             ForwardReason::Fallback(Fallback::Unencodable) => "no_protobuf_message",
@@ -238,7 +242,11 @@ pub fn plan(
     let rt = discovery.get(&gvr).expect("resolved from this discovery");
     let opts = &request.options;
     let tc = cache.type_cache(rt);
+    tc.touch();
     if !tc.is_synced() {
+        if let Condition::TooLarge(_) = tc.condition() {
+            return forward(F::TooLarge);
+        }
         return forward(F::NotSynced);
     }
     let Some((repr, layout)) = representation(request, cache, &tc, shape) else {

@@ -489,6 +489,8 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                 }
             }
             Change::Progress(rv) => self.position = self.position.max(rv),
+            // What is queued goes out, then the stream ends.
+            Change::Released => self.closing = true,
             Change::Relisted { rv, changed } => {
                 if changed && self.position < rv {
                     // Events between our position and the relist were

@@ -39,6 +39,9 @@ pub enum Change<M = ()> {
         rv: u64,
         changed: bool,
     },
+    /// The type is no longer cached (too large, idle): watches end, as the
+    /// apiserver's end when its cacher stops, and clients watch again.
+    Released,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +104,7 @@ impl<M> Clone for Change<M> {
                 rv: *rv,
                 changed: *changed,
             },
+            Change::Released => Change::Released,
         }
     }
 }
@@ -258,6 +262,22 @@ impl<M> Store<M> {
         let _ = self.events.send(Change::Relisted { rv, changed });
     }
 
+    /// Lets every object and event go (the type is no longer cached), the
+    /// rv kept so that it never goes back; live subscribers are told.
+    pub fn release(&self) {
+        {
+            let mut s = self.write();
+            s.items = OrdMap::new();
+            s.bytes = 0;
+            s.epoch += 1;
+            s.oldest = s.rv;
+            s.history.clear();
+            s.recent.clear();
+        }
+        self.counts.clear();
+        let _ = self.events.send(Change::Released);
+    }
+
     /// Applies one watch event; events must come in increasing rv order.
     pub fn apply(&self, kind: EventType, entry: Arc<Entry<M>>) -> Result<(), StoreError> {
         let rv = entry.rv;
@@ -353,6 +373,11 @@ impl<M> Store<M> {
 
     pub fn rv(&self) -> u64 {
         self.read().rv
+    }
+
+    /// Live subscribers: open watches.
+    pub fn watchers(&self) -> usize {
+        self.events.receiver_count()
     }
 
     /// The oldest rv a snapshot can still be built for.
@@ -609,6 +634,21 @@ mod tests {
         assert_eq!(keys(&store.current()), vec!["c@7"]);
         assert!(store.snapshot_at(3).is_none());
         assert_eq!(store.rv(), 9);
+    }
+
+    #[test]
+    fn a_released_store_holds_nothing_tells_its_subscribers_and_never_goes_back() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 4);
+        let before = store.current();
+        let (_, mut rx) = store.snapshot_and_subscribe();
+        store.release();
+        assert!(matches!(rx.try_recv(), Ok(Change::Released)));
+        assert_eq!(store.size(), (0, 0));
+        assert_eq!(store.rv(), 4);
+        assert!(store.current().version() > before.version());
+        store.replace(vec![entry("a", 1)], 6);
+        assert_eq!(keys(&store.current()), vec!["a@1"]);
     }
 
     #[test]

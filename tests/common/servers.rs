@@ -86,6 +86,7 @@ pub struct ProxyBuilder {
     upstream: UpstreamConfig,
     consistent: ConsistentReads,
     reflector: ReflectorConfig,
+    cache: kubecache::cache::CacheLimits,
     auth: AuthConfig,
     limits: LimitsConfig,
     tls: Option<TlsServing>,
@@ -97,6 +98,7 @@ impl ProxyBuilder {
             upstream: UpstreamConfig::new(upstream).expect("a test upstream's URL"),
             consistent: ConsistentReads::Forward,
             reflector: ReflectorConfig::default(),
+            cache: Default::default(),
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
             tls: None,
@@ -156,6 +158,13 @@ impl ProxyBuilder {
         self.reflector.watch_grace = grace;
         self
     }
+    /// What the cache may hold; a type let go for its size lists again
+    /// after `retry`.
+    pub fn cache_limits(mut self, l: kubecache::cache::CacheLimits, retry: Duration) -> Self {
+        self.cache = l;
+        self.reflector.too_large_retry = retry;
+        self
+    }
     /// Each cached type is compared with the upstream this often.
     pub fn consistency_check(mut self, every: Duration) -> Self {
         self.reflector.consistency_check = Some(every);
@@ -167,7 +176,7 @@ impl ProxyBuilder {
 }
 
 async fn proxy(b: ProxyBuilder) -> Proxy {
-    let cache = Cache::new(&b.upstream, HistoryLimits::default(), b.reflector).unwrap();
+    let cache = Cache::new(&b.upstream, HistoryLimits::default(), b.reflector, b.cache).unwrap();
     // An upstream that refuses us is a scenario too: discovery then stays
     // empty and every request is forwarded.
     if let Err(e) = cache.refresh_discovery().await {
