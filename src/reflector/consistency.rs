@@ -79,13 +79,19 @@ pub async fn run<W: Writer>(
     up: Arc<Upstream>,
     writer: Arc<W>,
     every: Duration,
+    watching: tokio::sync::watch::Receiver<bool>,
     relist: Arc<Notify>,
 ) {
     let resource = writer.resource().to_string();
     loop {
         let jitter = rand::rng().random_range(0.8..1.2);
         tokio::time::sleep(every.mul_f64(jitter)).await;
-        let outcome = match check(&up, &*writer).await {
+        let checked = if *watching.borrow() {
+            check(&up, &*writer).await
+        } else {
+            Ok(Outcome::Skipped("not watching"))
+        };
+        let outcome = match checked {
             Ok(o) => o,
             Err(e) => {
                 tracing::info!(%resource, error = %e, "consistency check failed");
@@ -95,7 +101,9 @@ pub async fn run<W: Writer>(
         };
         crate::metrics::consistency_check(&resource, outcome.as_str());
         match &outcome {
-            Outcome::Inconsistent(d) => {
+            // Unless the reflector has stopped watching meanwhile (a relist
+            // of its own will do).
+            Outcome::Inconsistent(d) if *watching.borrow() => {
                 tracing::warn!(
                     %resource, rv = d.rv, missing = d.missing, extra = d.extra,
                     changed = d.changed, first = %d.first,
@@ -105,6 +113,7 @@ pub async fn run<W: Writer>(
                 );
                 relist.notify_one();
             }
+            Outcome::Inconsistent(_) => {}
             Outcome::Consistent { objects, digest } => tracing::debug!(
                 %resource, objects, digest = format_args!("{digest:016x}"), "cache consistent"
             ),

@@ -245,12 +245,16 @@ pub async fn run<W: Writer>(
     let resource = writer.resource().to_string();
     writer.report(Condition::Starting);
     let relist = Arc::new(Notify::new());
+    // Only a cache that follows the upstream is compared with it: one
+    // listing, backing off or let go would be found different for nothing.
+    let watching = tokio::sync::watch::Sender::new(false);
     // Ends with the reflector (dropped with this future).
     let _checker = cfg.consistency_check.map(|every| {
         AbortOnDrop(tokio::spawn(consistency::run(
             up.clone(),
             writer.clone(),
             every,
+            watching.subscribe(),
             relist.clone(),
         )))
     });
@@ -259,10 +263,12 @@ pub async fn run<W: Writer>(
             Phase::Empty => Ok(Phase::Listing { consistent: false }),
             Phase::Listing { consistent } => {
                 writer.report(Condition::Listing);
+                watching.send_replace(false);
                 list(&up, &*writer, &cfg, *consistent).await
             }
             Phase::Watching { rv } => {
                 writer.report(Condition::Watching);
+                watching.send_replace(true);
                 let (lo, hi) = cfg.watch_timeout_seconds;
                 let timeout = if stalled {
                     cfg.recheck_timeout_seconds
@@ -289,6 +295,7 @@ pub async fn run<W: Writer>(
             }
             Err(e) => e,
         };
+        watching.send_replace(false);
         metrics::reflector_error(&resource, e.phase());
         writer.stats().errors.fetch_add(1, Ordering::Relaxed);
         let stalled_before = std::mem::replace(
