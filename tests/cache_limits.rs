@@ -17,13 +17,6 @@ use std::time::Duration;
 const CONFIGMAPS: &str = "/api/v1/configmaps";
 const PODS: &str = "/api/v1/pods";
 
-fn type_cache(p: &Proxy, resource: &str) -> Option<std::sync::Arc<kubecache::cache::TypeCache>> {
-    p.cache
-        .all()
-        .into_iter()
-        .find(|t| t.rt.gvr.to_string() == resource)
-}
-
 /// The bytes of the objects of an RV=0 list of `path` upstream.
 async fn objects_bytes(up: &str, path: &str) -> usize {
     let list = get(&format!("{up}{path}?resourceVersion=0")).await.json();
@@ -35,12 +28,24 @@ async fn objects_bytes(up: &str, path: &str) -> usize {
         .sum()
 }
 
-async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + within;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// kubecache in front of `sim` with `limits`, configmaps synced; a type let
+/// go for its size lists again after `retry`.
+async fn proxy_with(sim: &SimServer, limits: CacheLimits, retry: Duration) -> Proxy {
+    let p = ProxyBuilder::new(&sim.url)
+        .cache_limits(limits, retry)
+        .start()
+        .await;
+    wait_synced(&p, CONFIGMAPS, "v1/configmaps").await;
+    p
+}
+
+fn assert_configmaps_cached(p: &Proxy) {
+    assert_served_with(
+        p,
+        ConsistentReads::Forward,
+        "/api/v1/configmaps?resourceVersion=0",
+        "",
+    );
 }
 
 fn too_large(p: &Proxy, resource: &str) -> bool {
@@ -72,11 +77,7 @@ async fn a_type_too_large_for_its_limit_is_forwarded_while_smaller_ones_are_cach
             max_type_bytes: Some(cms * 2),
             ..Default::default()
         };
-        let p = ProxyBuilder::new(&sim.url)
-            .cache_limits(limits, Duration::from_secs(600))
-            .start()
-            .await;
-        wait_synced(&p, CONFIGMAPS, "v1/configmaps").await;
+        let p = proxy_with(&sim, limits, Duration::from_secs(600)).await;
         let r = get(&format!("{}{PODS}?resourceVersion=0", p.url)).await;
         assert_eq!(r.status, 200);
         assert_eq!(r.json()["items"].as_array().unwrap().len(), 20);
@@ -87,7 +88,7 @@ async fn a_type_too_large_for_its_limit_is_forwarded_while_smaller_ones_are_cach
         assert_eq!(forwarded_as(&p, "/api/v1/pods?resourceVersion=0"), "too_large");
         let again = get(&format!("{}{PODS}?resourceVersion=0", p.url)).await;
         assert_eq!(item_set(&again.json()).1.len(), 20, "forwarded, whole");
-        assert_served_with(&p, ConsistentReads::Forward, "/api/v1/configmaps?resourceVersion=0", "");
+        assert_configmaps_cached(&p);
         let ready = get(&format!("{}/readyz?verbose", p.url)).await;
         assert_eq!(ready.status, 200, "{}", ready.text());
         let line = format!(
@@ -110,11 +111,7 @@ async fn the_type_that_would_pass_the_total_is_the_one_forwarded() {
             max_total_bytes: Some(cms + 1000),
             ..Default::default()
         };
-        let p = ProxyBuilder::new(&sim.url)
-            .cache_limits(limits, Duration::from_secs(600))
-            .start()
-            .await;
-        wait_synced(&p, CONFIGMAPS, "v1/configmaps").await;
+        let p = proxy_with(&sim, limits, Duration::from_secs(600)).await;
         get(&format!("{}{PODS}?resourceVersion=0", p.url)).await;
         eventually("pods are let go", Duration::from_secs(10), || {
             too_large(&p, "v1/pods")
@@ -124,12 +121,7 @@ async fn the_type_that_would_pass_the_total_is_the_one_forwarded() {
             unreachable!()
         };
         assert_eq!((o.which, o.limit), ("total", cms + 1000));
-        assert_served_with(
-            &p,
-            ConsistentReads::Forward,
-            "/api/v1/configmaps?resourceVersion=0",
-            "",
-        );
+        assert_configmaps_cached(&p);
     })
     .await;
 }
@@ -143,11 +135,7 @@ async fn a_type_that_grows_past_its_limit_ends_its_watches_and_returns_once_it_f
             max_type_bytes: Some(cms + 5_000),
             ..Default::default()
         };
-        let p = ProxyBuilder::new(&sim.url)
-            .cache_limits(limits, Duration::from_secs(1))
-            .start()
-            .await;
-        wait_synced(&p, CONFIGMAPS, "v1/configmaps").await;
+        let p = proxy_with(&sim, limits, Duration::from_secs(1)).await;
         let list = get(&format!("{}{CONFIGMAPS}?resourceVersion=0", p.url))
             .await
             .json();
@@ -201,12 +189,7 @@ async fn a_type_that_grows_past_its_limit_ends_its_watches_and_returns_once_it_f
         )
         .await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(10)).await;
-        assert_served_with(
-            &p,
-            ConsistentReads::Forward,
-            "/api/v1/configmaps?resourceVersion=0",
-            "",
-        );
+        assert_configmaps_cached(&p);
     })
     .await;
 }
@@ -219,11 +202,7 @@ async fn a_type_nobody_reads_is_let_go_and_a_watched_one_is_kept() {
             idle_after: Some(Duration::from_secs(1)),
             ..Default::default()
         };
-        let p = ProxyBuilder::new(&sim.url)
-            .cache_limits(limits, Duration::from_secs(600))
-            .start()
-            .await;
-        wait_synced(&p, CONFIGMAPS, "v1/configmaps").await;
+        let p = proxy_with(&sim, limits, Duration::from_secs(600)).await;
         wait_synced(&p, PODS, "v1/pods").await;
         let mut w =
             WatchStream::open(&format!("{}{PODS}?watch=true&resourceVersion=0", p.url)).await;

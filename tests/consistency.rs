@@ -15,11 +15,7 @@ use std::time::Duration;
 const CONFIGMAPS: &str = "/api/v1/configmaps";
 
 fn configmaps(p: &Proxy) -> std::sync::Arc<kubecache::cache::TypeCache> {
-    p.cache
-        .all()
-        .into_iter()
-        .find(|t| t.rt.gvr.to_string() == "v1/configmaps")
-        .expect("configmaps cache")
+    type_cache(p, "v1/configmaps").expect("configmaps cache")
 }
 
 async fn create_configmap(up: &str, ns: &str, name: &str) {
@@ -43,11 +39,10 @@ async fn a_cache_that_silently_lost_an_event_is_found_different_and_relisted() {
             .await;
         wait_synced(&p, CONFIGMAPS, "v1/configmaps").await;
         let tc = configmaps(&p);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while sim.sim.watches_served.load(Ordering::Relaxed) == 0 {
-            assert!(tokio::time::Instant::now() < deadline, "no watch served");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually("a watch is served", Duration::from_secs(10), || {
+            sim.sim.watches_served.load(Ordering::Relaxed) > 0
+        })
+        .await;
         // The creation's event never reaches kubecache, and nothing after
         // it tells the reflector so: only a comparison finds it missing,
         // once the cache's resourceVersion has passed it (another object's

@@ -42,20 +42,33 @@ async fn synced_proxy(b: ProxyBuilder) -> Proxy {
     p
 }
 
-fn stats(p: &Proxy) -> std::sync::Arc<kubecache::cache::TypeCache> {
-    p.cache
-        .all()
-        .into_iter()
-        .find(|t| t.rt.gvr.to_string() == "v1/configmaps")
-        .expect("configmaps cache")
+/// Writes made while the reflector's watch is stalled (so only a resumed
+/// watch brings them), then `faults` switched on with the watch dropped:
+/// returns once a re-watch has failed.
+async fn fail_a_rewatch(
+    sim: &SimServer,
+    p: &Proxy,
+    tag: &str,
+    faults: &str,
+) -> std::sync::Arc<kubecache::cache::TypeCache> {
+    let tc = stats(p);
+    let errors = tc.stats().errors.load(Ordering::Relaxed);
+    fault(sim, "stallWatches=true").await;
+    write_some(sim, tag).await;
+    fault(
+        sim,
+        &format!("{faults}&dropWatches=true&stallWatches=false"),
+    )
+    .await;
+    eventually("a re-watch fails", Duration::from_secs(20), || {
+        tc.stats().errors.load(Ordering::Relaxed) > errors
+    })
+    .await;
+    tc
 }
 
-async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + within;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+fn stats(p: &Proxy) -> std::sync::Arc<kubecache::cache::TypeCache> {
+    type_cache(p, "v1/configmaps").expect("configmaps cache")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,18 +133,9 @@ async fn a_failing_rewatch_backs_off_and_recovers() {
     within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
-        let tc = stats(&p);
-        let errors = tc.stats().errors.load(Ordering::Relaxed);
-        // Written while the watch is stalled, so only a resumed watch brings it.
-        fault(&sim, "stallWatches=true").await;
-        write_some(&sim, "fail").await;
         // Two failures, shared by the re-watches and the probes of the
         // upstream's health the first failure sets off.
-        fault(&sim, "errors=2&dropWatches=true&stallWatches=false").await;
-        eventually("a re-watch fails", Duration::from_secs(20), || {
-            tc.stats().errors.load(Ordering::Relaxed) > errors
-        })
-        .await;
+        let tc = fail_a_rewatch(&sim, &p, "fail", "errors=2").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(20)).await;
         assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
     })
@@ -143,22 +147,16 @@ async fn a_throttled_rewatch_waits_as_long_as_the_upstream_asked() {
     within(60, async {
         let sim = SimBuilder::new().start().await;
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
-        let tc = stats(&p);
-        let errors = tc.stats().errors.load(Ordering::Relaxed);
-        fault(&sim, "stallWatches=true").await;
-        write_some(&sim, "throttled").await;
         // Every request is a 429 asking for 3 s until the first re-watch
         // has met one; then the upstream is well at once, and the probe of
         // its health finds so within a second: only the Retry-After keeps
         // the reflector from asking again before 3 s.
-        fault(
+        let tc = fail_a_rewatch(
             &sim,
-            "throttled=100000&retryAfterSeconds=3&dropWatches=true&stallWatches=false",
+            &p,
+            "throttled",
+            "throttled=100000&retryAfterSeconds=3",
         )
-        .await;
-        eventually("a re-watch is throttled", Duration::from_secs(20), || {
-            tc.stats().errors.load(Ordering::Relaxed) > errors
-        })
         .await;
         let throttled_at = std::time::Instant::now();
         fault(&sim, "throttled=0").await;

@@ -215,6 +215,14 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
     }
 }
 
+/// The proxy's cache of `resource` (e.g. `v1/configmaps`), if it holds one.
+pub fn type_cache(p: &Proxy, resource: &str) -> Option<Arc<kubecache::cache::TypeCache>> {
+    p.cache
+        .all()
+        .into_iter()
+        .find(|t| t.rt.gvr.to_string() == resource)
+}
+
 /// Waits until the proxy's cache for `resource` (e.g. `v1/configmaps`) has
 /// synced, touching it first so its reflector starts.
 pub async fn wait_synced(p: &Proxy, collection_path: &str, resource: &str) {

@@ -1,4 +1,5 @@
-//! The time limit of a whole test scenario.
+//! The time limit of a whole test scenario, and of waiting for a condition
+//! within one.
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,5 +15,14 @@ pub async fn within<T>(secs: u64, f: impl Future<Output = T>) -> T {
             "scenario {} timed out: not finished after {secs} s",
             std::thread::current().name().unwrap_or("(unnamed thread)")
         ),
+    }
+}
+
+/// Polls `check` until it holds, failing the test after `within`.
+pub async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !check() {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
