@@ -9,13 +9,20 @@
 //! metadata only and merged against the cache's snapshot in key order,
 //! which is etcd's: a check holds a page at a time, whatever the type's size.
 
-use super::{urlencode, Writer};
+use crate::encode::codec::Snapshot;
+use crate::resource::GroupVersionResource;
 use crate::upstream::{Upstream, UpstreamError};
 use rand::RngExt;
 use serde::Deserialize;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
+
+/// What a check reads of a type's cache: every reflector's `Writer` is one.
+pub trait Checked: Send + Sync + 'static {
+    fn resource(&self) -> &GroupVersionResource;
+    fn snapshot(&self) -> Snapshot;
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -75,7 +82,7 @@ impl Outcome {
 
 /// Checks every `every` (± a fifth, so that types and replicas spread
 /// out) for as long as the reflector runs; a difference wakes `relist`.
-pub async fn run<W: Writer>(
+pub async fn run<W: Checked>(
     up: Arc<Upstream>,
     writer: Arc<W>,
     every: Duration,
@@ -158,7 +165,7 @@ const METADATA_ONLY: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 /// One check of the cache as it is now.
-pub async fn check(up: &Upstream, writer: &impl Writer) -> Result<Outcome, CheckError> {
+pub async fn check(up: &Upstream, writer: &impl Checked) -> Result<Outcome, CheckError> {
     let snap = writer.snapshot();
     if snap.rv == 0 {
         return Ok(Outcome::Skipped("not synced"));
@@ -169,7 +176,10 @@ pub async fn check(up: &Upstream, writer: &impl Writer) -> Result<Outcome, Check
     let mut token: Option<String> = None;
     loop {
         let query = match &token {
-            Some(t) => format!("{base}?limit=500&continue={}", urlencode(t)),
+            Some(t) => {
+                let t: String = url::form_urlencoded::byte_serialize(t.as_bytes()).collect();
+                format!("{base}?limit=500&continue={t}")
+            }
             None => format!("{base}?limit=500&resourceVersion={rv}&resourceVersionMatch=Exact"),
         };
         let body = match up.get_bytes_accepting(&query, METADATA_ONLY).await {

@@ -348,6 +348,15 @@ pub async fn run<W: Writer>(
     }
 }
 
+impl<W: Writer> consistency::Checked for W {
+    fn resource(&self) -> &crate::resource::GroupVersionResource {
+        Writer::resource(self)
+    }
+    fn snapshot(&self) -> crate::encode::codec::Snapshot {
+        Writer::snapshot(self)
+    }
+}
+
 /// A task that ends when its handle goes.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 

@@ -16,7 +16,7 @@ use crate::encode::{Repr, Unencodable};
 use crate::request::{ContinueToken, ReadMode};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
-use crate::store::page::PageRequest;
+use crate::store::page::{read_page_counted, PageRequest};
 use http::Response;
 use std::future::Future;
 use std::pin::Pin;
@@ -209,7 +209,11 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             // it; the page read for that is the one the body is made of.
             let mut protobuf_page = None;
             if repr.is_protobuf() {
-                let page = tc.store.page(&snap, &req);
+                let page = read_page_counted(
+                    &snap.items,
+                    &req,
+                    Some((tc.store.remaining_counts(), snap.version())),
+                );
                 if !protobuf_holds(&codec, page.items.clone()).await {
                     return Err(ReadError::Fallback(Fallback::Unencodable));
                 }
@@ -224,7 +228,13 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                 && fields.is_empty();
             // Assembled before anything awaits: a Table's spec is not `Sync`.
             let make = || -> Pin<Box<dyn Future<Output = Result<Finished, ReadError>> + Send>> {
-                let page = protobuf_page.unwrap_or_else(|| tc.store.page(&snap, &req));
+                let page = protobuf_page.unwrap_or_else(|| {
+                    read_page_counted(
+                        &snap.items,
+                        &req,
+                        Some((tc.store.remaining_counts(), snap.version())),
+                    )
+                });
                 let room = match in_flight.reserve(likely_size(&page.items, out)) {
                     Ok(room) => room,
                     Err(e) => return Box::pin(std::future::ready(Err(e.into()))),

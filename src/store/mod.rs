@@ -8,6 +8,7 @@
 //! The store keeps its entries' objects and facts only; what an encoder
 //! keeps beside each (`M`) and an event's encoded line are opaque to it.
 
+mod counts;
 pub mod entry;
 pub mod page;
 
@@ -198,7 +199,7 @@ pub struct Store<M = ()> {
     rv_tx: watch::Sender<u64>,
     events: broadcast::Sender<Change<M>>,
     /// What page walks have learnt of the keys left (`remainingItemCount`).
-    counts: page::RemainingCounts,
+    counts: counts::RemainingCounts,
 }
 
 const RECENT_SNAPSHOTS: usize = 4;
@@ -223,13 +224,14 @@ impl<M> Store<M> {
             limits,
             rv_tx,
             events,
-            counts: page::RemainingCounts::default(),
+            counts: counts::RemainingCounts::default(),
         }
     }
 
-    /// One page of `snap`, which this store gave out.
-    pub fn page(&self, snap: &Snapshot<M>, req: &page::PageRequest<'_>) -> page::Page<M> {
-        page::read_page_counted(&snap.items, req, Some((&self.counts, snap.version())))
+    /// What page walks of this store's snapshots have learnt of the keys
+    /// left (`page::read_page_counted`).
+    pub fn remaining_counts(&self) -> &counts::RemainingCounts {
+        &self.counts
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State<M>> {

@@ -2,11 +2,12 @@
 //! apiserver's etcd3 store: key order, `limit`, the continue key, and
 //! `remainingItemCount` only for unfiltered lists.
 
+pub use super::counts::RemainingCounts;
+use super::counts::Version;
 use super::{Entry, Items};
 use crate::selector::{FieldSelector, LabelSelector};
-use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub struct PageRequest<'a> {
     /// `ns/` for a namespaced list, "" for all.
@@ -29,66 +30,6 @@ pub struct Page<M = ()> {
 impl PageRequest<'_> {
     pub fn matches<M>(&self, e: &Entry<M>) -> bool {
         self.labels.matches(|k| e.label(k)) && self.fields.matches(|f| e.field(f))
-    }
-}
-
-/// How many keys are left from where each walk will continue, learnt from
-/// the page before it. Counting the rest of the range on every page made a
-/// `limit=500` walk of a million objects quadratic (each page walked the
-/// remainder: 2,000 pages × ½ million keys); with this, only a walk's first
-/// page counts, the others subtract.
-///
-/// Keyed by snapshot version (epoch, rv) and absolute start key; the store
-/// clears it when a relist replaces its state. Bounded: the oldest entries go first, and a
-/// walk whose count went counts its next page again.
-#[derive(Default)]
-pub struct RemainingCounts {
-    inner: Mutex<CountsInner>,
-}
-
-#[derive(Default)]
-struct CountsInner {
-    /// (version, start key) → the keys of the range from the start key on.
-    from: HashMap<(Version, String), i64>,
-    order: VecDeque<(Version, String)>,
-}
-
-/// A snapshot's (epoch, rv).
-type Version = (u64, u64);
-
-/// Walks remembered at once: one per page walk in progress.
-const REMEMBERED_WALKS: usize = 4096;
-
-impl RemainingCounts {
-    fn get(&self, rv: Version, start: &str) -> Option<i64> {
-        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        // No allocation for the lookup would need a borrowed tuple key; a
-        // page's read allocates far more than this key.
-        inner.from.get(&(rv, start.to_string())).copied()
-    }
-
-    fn put(&self, rv: Version, start: String, count: i64) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (rv, start);
-        if inner.from.insert(key.clone(), count).is_none() {
-            inner.order.push_back(key);
-            if inner.order.len() > REMEMBERED_WALKS {
-                if let Some(old) = inner.order.pop_front() {
-                    inner.from.remove(&old);
-                }
-            }
-        }
-    }
-
-    pub fn clear(&self) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner.from.clear();
-        inner.order.clear();
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.inner.lock().unwrap().from.len()
     }
 }
 
@@ -256,10 +197,10 @@ mod tests {
         let pages = walk_counted(&other, "", 1, Some((&counts, (0, 8))));
         let rems: Vec<_> = pages.iter().map(|p| p.1).collect();
         assert_eq!(rems, vec![Some(3), Some(2), Some(1), None]);
-        for rv in 0..(REMEMBERED_WALKS as u64 + 10) {
+        for rv in 0..(crate::store::counts::REMEMBERED_WALKS as u64 + 10) {
             counts.put((0, rv), "k".into(), 1);
         }
-        assert_eq!(counts.len(), REMEMBERED_WALKS);
+        assert_eq!(counts.len(), crate::store::counts::REMEMBERED_WALKS);
     }
 
     #[test]
