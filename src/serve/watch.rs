@@ -491,10 +491,11 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
             Change::Progress(rv) => self.position = self.position.max(rv),
             // What is queued goes out, then the stream ends.
             Change::Released => self.closing = true,
-            Change::Relisted { rv, changed } => {
-                if changed && self.position < rv {
-                    // Events between our position and the relist were
-                    // missed: the client must relist, as after a 410.
+            Change::Relisted { rv, gap } => {
+                if gap && self.position < rv {
+                    // Events between our position and the relist may have
+                    // been missed: the client must relist, as after a 410
+                    // (v1.20's cacher ends every watch on a relist).
                     let oldest = (*self.source).as_ref().oldest();
                     let expired = expired(self.position, oldest);
                     self.pending

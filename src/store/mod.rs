@@ -34,11 +34,14 @@ pub enum Change<M = ()> {
     Event(Arc<Event<M>>),
     /// Nothing changed up to `rv` (an upstream bookmark).
     Progress(u64),
-    /// A relist replaced the state at `rv`. `changed` when the new state
-    /// differs from the old one, i.e. events were missed in between.
+    /// A relist replaced the state at `rv`. `gap` unless the store already
+    /// stood at `rv` with the same objects at the same versions: a list
+    /// past what the store knew may hide events that left no trace in it
+    /// (an object created and deleted in between), so watchers cannot
+    /// simply go on from it.
     Relisted {
         rv: u64,
-        changed: bool,
+        gap: bool,
     },
     /// The type is no longer cached (too large, idle): watches end, as the
     /// apiserver's end when its cacher stops, and clients watch again.
@@ -101,10 +104,7 @@ impl<M> Clone for Change<M> {
         match self {
             Change::Event(e) => Change::Event(e.clone()),
             Change::Progress(rv) => Change::Progress(*rv),
-            Change::Relisted { rv, changed } => Change::Relisted {
-                rv: *rv,
-                changed: *changed,
-            },
+            Change::Relisted { rv, gap } => Change::Relisted { rv: *rv, gap: *gap },
             Change::Released => Change::Released,
         }
     }
@@ -246,9 +246,9 @@ impl<M> Store<M> {
     pub fn replace(&self, entries: Vec<Arc<Entry<M>>>, rv: u64) {
         let bytes = entries.iter().map(|e| e.item.len()).sum();
         let items: Items<M> = entries.into_iter().map(|e| (e.key.clone(), e)).collect();
-        let changed = {
+        let gap = {
             let mut s = self.write();
-            let changed = !same_versions(&s.items, &items);
+            let gap = s.rv != rv || !same_versions(&s.items, &items);
             s.items = items;
             s.bytes = bytes;
             s.rv = rv;
@@ -258,10 +258,10 @@ impl<M> Store<M> {
             s.recent.clear();
             // Only to free them: they are keyed by the old epoch.
             self.counts.clear();
-            changed
+            gap
         };
         self.rv_tx.send_replace(rv);
-        let _ = self.events.send(Change::Relisted { rv, changed });
+        let _ = self.events.send(Change::Relisted { rv, gap });
     }
 
     /// Lets every object and event go (the type is no longer cached), the
@@ -514,7 +514,7 @@ impl<M> Store<M> {
 }
 
 /// Whether two states hold the same objects at the same versions: a relist
-/// that finds this missed no event that left a trace.
+/// at the store's own rv that finds this missed nothing.
 fn same_versions<M>(a: &Items<M>, b: &Items<M>) -> bool {
     a.len() == b.len()
         && a.iter()
@@ -674,24 +674,32 @@ mod tests {
         store.replace(vec![entry("a", 1)], 2);
         let (_, mut rx) = store.snapshot_and_subscribe();
         store.apply(EventType::Added, entry("b", 3)).unwrap();
-        store.advance(5);
+        store.advance(6);
         store.replace(vec![entry("a", 1), entry("b", 3)], 6);
         store.replace(vec![entry("a", 7)], 8);
         assert!(matches!(rx.try_recv(), Ok(Change::Event(e)) if e.rv == 3));
-        assert!(matches!(rx.try_recv(), Ok(Change::Progress(5))));
+        assert!(matches!(rx.try_recv(), Ok(Change::Progress(6))));
         assert!(matches!(
             rx.try_recv(),
-            Ok(Change::Relisted {
-                rv: 6,
-                changed: false
-            })
+            Ok(Change::Relisted { rv: 6, gap: false })
         ));
         assert!(matches!(
             rx.try_recv(),
-            Ok(Change::Relisted {
-                rv: 8,
-                changed: true
-            })
+            Ok(Change::Relisted { rv: 8, gap: true })
+        ));
+    }
+
+    #[test]
+    fn a_relist_past_the_stores_rv_is_a_gap_even_with_the_same_objects() {
+        // Between 2 and 5 an object may have come and gone: a watcher that
+        // went on would never see its ADDED and DELETED.
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 2);
+        let (_, mut rx) = store.snapshot_and_subscribe();
+        store.replace(vec![entry("a", 1)], 5);
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Change::Relisted { rv: 5, gap: true })
         ));
     }
 
