@@ -37,7 +37,6 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -475,6 +474,10 @@ struct Counts {
     verified: AtomicU64,
     /// ... of which compared after the faults, the upstream failing when served.
     deferred: AtomicU64,
+    /// Not compared: the comparers were all busy.
+    left_out: AtomicU64,
+    /// Not comparable: the upstream's history compacted, or the upstream
+    /// still failing after the faults.
     unverifiable: AtomicU64,
 }
 
@@ -526,7 +529,9 @@ struct Ctx {
     /// compare once it can: (path and selector, rv) → the lists, and how.
     deferred: Mutex<HashMap<At, Vec<Served>>>,
     /// Lists queued for the comparer.
-    comparisons: tokio::sync::mpsc::Sender<Job>,
+    comparisons: tokio::sync::mpsc::Sender<Served>,
+    /// Lists queued or being compared.
+    queued: AtomicU64,
     /// Objects gets served.
     served_objects: Mutex<Vec<ServedObject>>,
     first_refusal: Mutex<Option<String>>,
@@ -535,6 +540,7 @@ struct Ctx {
 impl Ctx {
     fn new(up: &str, kube: &str, namespaces: Vec<String>) -> Arc<Ctx> {
         let (comparisons, jobs) = tokio::sync::mpsc::channel(256);
+        let jobs = Arc::new(tokio::sync::Mutex::new(jobs));
         let ctx = Arc::new(Ctx {
             up: up.to_string(),
             kube: kube.to_string(),
@@ -549,10 +555,13 @@ impl Ctx {
             exact: Mutex::default(),
             deferred: Mutex::default(),
             comparisons,
+            queued: AtomicU64::new(0),
             served_objects: Mutex::default(),
             first_refusal: Mutex::default(),
         });
-        tokio::spawn(comparer(ctx.clone(), jobs));
+        for _ in 0..COMPARERS {
+            tokio::spawn(comparer(ctx.clone(), jobs.clone()));
+        }
         ctx
     }
 
@@ -594,9 +603,10 @@ impl Ctx {
 
     /// Has a list kubecache served at `rv` compared with the upstream's
     /// exact list at that version (`selector` beside it, if the list had
-    /// one): by the comparer, so that reads through kubecache go on while
-    /// the upstream is slow to answer; once the faults are over if the
-    /// comparer is behind or the upstream cannot answer.
+    /// one): by the comparers, so that reads through kubecache go on while
+    /// the upstream is slow to answer. Lists are served faster than the
+    /// upstream gives exact ones: those that find every comparer busy are
+    /// counted and left out.
     fn compare(&self, path: &str, selector: &str, rv: u64, items: &[Item], what: &'static str) {
         let at = format!("{path}?{selector}");
         let known = self.exact.lock().unwrap().get(&(at.clone(), rv)).cloned();
@@ -610,9 +620,10 @@ impl Ctx {
             items,
             what,
         };
-        let queued = self.comparisons.try_send(Job::Compare(list));
-        if let Err(TrySendError::Full(Job::Compare(list))) = queued {
-            self.defer(list);
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        if self.comparisons.try_send(list).is_err() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+            add(&self.counts.left_out);
         }
     }
 
@@ -630,12 +641,13 @@ impl Ctx {
         }
     }
 
-    /// Waits until the comparer has taken every list queued so far.
+    /// Waits until the comparers are done with every list queued so far.
     async fn comparisons_done(&self) {
-        let (done, finished) = tokio::sync::oneshot::channel();
-        let queued = self.comparisons.send(Job::Drain(done)).await;
-        queued.unwrap_or_else(|_| panic!("the comparer stopped"));
-        finished.await.expect("the comparer stopped");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.queued.load(Ordering::SeqCst) > 0 {
+            assert!(Instant::now() < deadline, "the comparers are stuck");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// The upstream's exact list at `rv` of `at` (a path and `?selector`).
@@ -712,27 +724,26 @@ enum Exact {
     Failing,
 }
 
-enum Job {
-    Compare(Served),
-    /// Answered once every job before it is done.
-    Drain(tokio::sync::oneshot::Sender<()>),
-}
+/// How many lists are compared at once.
+const COMPARERS: usize = 4;
 
-/// Compares the lists queued by `Ctx::compare`, one after another.
-async fn comparer(ctx: Arc<Ctx>, mut jobs: tokio::sync::mpsc::Receiver<Job>) {
-    while let Some(job) = jobs.recv().await {
-        match job {
-            Job::Compare(list) => match ctx.exact_list(&list.at, list.rv).await {
-                Exact::Items(upstream) => {
-                    ctx.same(&list.at, list.rv, &list.items, &upstream, list.what)
-                }
-                Exact::Gone => add(&ctx.counts.unverifiable),
-                Exact::Failing => ctx.defer(list),
-            },
-            Job::Drain(done) => {
-                let _ = done.send(());
+/// Compares the lists queued by `Ctx::compare`; one of `COMPARERS`.
+async fn comparer(
+    ctx: Arc<Ctx>,
+    jobs: Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<Served>>>,
+) {
+    loop {
+        let Some(list) = jobs.lock().await.recv().await else {
+            return;
+        };
+        match ctx.exact_list(&list.at, list.rv).await {
+            Exact::Items(upstream) => {
+                ctx.same(&list.at, list.rv, &list.items, &upstream, list.what)
             }
+            Exact::Gone => add(&ctx.counts.unverifiable),
+            Exact::Failing => ctx.defer(list),
         }
+        ctx.queued.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -1460,7 +1471,7 @@ async fn finish(
          requests through kubecache {} ({} answered, {} error statuses, {} failed), \
          {} watch events in {} chains ({} ended by an ERROR and relisted), {} undecodable lines; \
          writes {} ({} applied, {} refused, {} failed: a 5xx or no answer); \
-         lists compared with the upstream's exact list {} ({} of them once it was back), {} not comparable; \
+         lists compared with the upstream's exact list {} ({} of them once it was back), {} not comparable, {} left out (comparers busy); \
          stale reads {}, gaps {}, duplicates {}, out of order {}, mismatches {}; \
          reflectors: {}; final: {}",
         n(&c.requests),
@@ -1478,6 +1489,7 @@ async fn finish(
         n(&c.verified),
         n(&c.deferred),
         n(&c.unverifiable),
+        n(&c.left_out),
         n(&f.stale),
         n(&f.gaps),
         n(&f.duplicates),
