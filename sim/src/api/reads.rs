@@ -16,7 +16,6 @@ use http::{Response, StatusCode};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use kubecache::body::{Body, BoxError};
-use kubecache::encode::codec::Snapshot;
 use kubecache::encode::list_meta::ListMeta;
 use kubecache::encode::negotiate::{Negotiation, Refusal};
 use kubecache::encode::Repr;
@@ -261,10 +260,7 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
         Err(ModeError::Forward(_)) => return Err(ReadError::VersionNotANumber),
     };
     let limit = opts.limit.max(0) as usize;
-    let etcd_now = || Snapshot {
-        rv: sim.revision(),
-        ..t.store.current()
-    };
+    let etcd_now = || sim.at_revision(t);
     let (snap, start, paged) = match mode {
         ReadMode::Any => (t.store.current(), None, false),
         ReadMode::NotOlderThan(rv) if limit == 0 => {
