@@ -1,8 +1,10 @@
 //! Fuzzing the parsers that take client or upstream input: selectors,
-//! continue tokens, query strings, request paths, objects and lists from the
-//! upstream. Whatever the input, they answer Ok or Err — never a panic —
-//! and what they accept behaves. proptest on stable Rust stands in for
-//! cargo-fuzz, which needs a nightly toolchain this project cannot assume.
+//! continue tokens, query strings, request paths, objects, lists and watch
+//! events from the upstream. Whatever the input, they answer Ok or Err —
+//! never a panic — and what they accept behaves. These run with every
+//! `cargo test`; the coverage-guided fuzz targets of the same parsers
+//! (AFL++) are in `fuzz/`, and `fuzz/run --proptest` runs these at a
+//! million cases each.
 
 use kubecache::encode::codec::{ListStyle, TypeCodec};
 use kubecache::request::{ContinueToken, ListOptions, ResourcePath};
@@ -23,12 +25,23 @@ fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
 
 const POD: &str = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"ns","uid":"u","resourceVersion":"42","labels":{"app":"web"}},"spec":{"nodeName":"n1","restartPolicy":"Always"},"status":{"phase":"Running","podIPs":[{"ip":"10.0.0.1"}]}}"#;
 
+/// Cases per property: `default` in `cargo test`, or
+/// `KUBECACHE_FUZZ_CASES` for a long run.
+fn cases(default: u32) -> u32 {
+    match std::env::var("KUBECACHE_FUZZ_CASES") {
+        Ok(n) => n
+            .parse()
+            .expect("KUBECACHE_FUZZ_CASES is a number of cases"),
+        Err(_) => default,
+    }
+}
+
 fn pod_codec(style: ListStyle) -> TypeCodec {
     TypeCodec::new("", "v1", "Pod", true, style)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(2000), ..ProptestConfig::default() })]
 
     #[test]
     fn label_selectors_parse_or_refuse_and_match_without_panicking(
@@ -131,6 +144,28 @@ proptest! {
         b[at] = byte;
         let _ = pod_codec(ListStyle::Typed).parse_list(&b);
         let _ = ListStyle::detect(&b);
+    }
+
+    /// A watch line: a real event with one byte changed, or anything.
+    #[test]
+    fn watch_lines_from_the_upstream_decode_or_refuse(
+        ty in prop_oneof![Just("ADDED"), Just("MODIFIED"), Just("DELETED"), Just("BOOKMARK"), Just("ERROR")],
+        at in 0..400usize,
+        byte in any::<u8>(),
+        noise in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        use kubecache::reflector::{decode_event, WatchLine};
+        let line = format!(r#"{{"type":"{ty}","object":{POD}}}"#);
+        let mut b = line.into_bytes();
+        let at = at % b.len();
+        b[at] = byte;
+        for style in [ListStyle::Typed, ListStyle::Unstructured] {
+            let c = pod_codec(style);
+            if let Ok(WatchLine::Change(_, e)) = decode_event(&c, &b) {
+                let _ = c.object_bytes(&e);
+            }
+            let _ = decode_event(&c, &noise);
+        }
     }
 
     #[test]
@@ -322,7 +357,7 @@ fn object_like() -> impl Strategy<Value = serde_json::Value> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(ProptestConfig::with_cases(cases(300)))]
 
     #[test]
     fn every_printer_prints_any_object_without_panicking(obj in object_like()) {
@@ -340,7 +375,8 @@ proptest! {
 
     #[test]
     fn custom_resource_columns_parse_or_refuse_and_print_without_panicking(
-        path in r"[.a-z\[\]*?@()=!<>'0-9:, \\-]{0,40}",
+        // (Characters past ASCII too: escaped, they once panicked.)
+        path in r"[.a-z\[\]*?@()=!<>'0-9:, \\ƀ耀-]{0,40}",
         ty in proptest::sample::select(&["string", "integer", "number", "boolean", "date", "other"][..]),
         obj in object_like(),
     ) {
@@ -403,7 +439,7 @@ const PROTOBUF_KINDS: &[(&str, &str)] = &[
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1000))]
+    #![proptest_config(ProptestConfig::with_cases(cases(1000)))]
 
     #[test]
     fn objects_transcode_to_protobuf_or_refuse_without_panicking(
@@ -537,7 +573,7 @@ fn a_pod() -> serde_json::Value {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1000))]
+    #![proptest_config(ProptestConfig::with_cases(cases(1000)))]
 
     #[test]
     fn patches_of_every_type_apply_or_refuse_without_panicking(

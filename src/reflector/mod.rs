@@ -10,7 +10,7 @@ pub use writer::{Overflow, Writer};
 
 pub mod consistency;
 
-use crate::encode::codec::{DecodeError, ListStyle, TypeCodec};
+use crate::encode::codec::{DecodeError, Entry, ListStyle, TypeCodec};
 use crate::metrics;
 use crate::store::EventType;
 use crate::upstream::health::UpstreamHealth;
@@ -554,6 +554,36 @@ fn apply_event(
     line: &[u8],
     last: u64,
 ) -> Result<u64, ReflectorError> {
+    match decode_event(codec, line)? {
+        WatchLine::Change(kind, entry) => {
+            let rv = entry.rv;
+            writer.apply(kind, entry)?;
+            metrics::watch_event(resource, kind.as_str());
+            Ok(rv)
+        }
+        WatchLine::Bookmark(rv) => {
+            writer.advance(rv);
+            Ok(rv.max(last))
+        }
+        WatchLine::Expired => Err(ReflectorError::WatchExpired(last)),
+    }
+}
+
+/// What one line of a JSON watch stream says.
+#[derive(Debug)]
+pub enum WatchLine {
+    /// An object added, modified or deleted.
+    Change(EventType, Arc<Entry>),
+    /// Nothing changed up to this version.
+    Bookmark(u64),
+    /// The upstream's 410 ERROR event: the watch's version is too old.
+    Expired,
+}
+
+/// Decodes one line of a JSON watch stream, apart from applying it (so
+/// it can be fuzzed alone): any other ERROR event, an unknown type or an
+/// object `codec` cannot decode is a `WatchDecode` error.
+pub fn decode_event(codec: &TypeCodec, line: &[u8]) -> Result<WatchLine, ReflectorError> {
     let ev: WatchEvent =
         serde_json::from_slice(line).map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
     let raw = ev.object.get().as_bytes();
@@ -568,14 +598,13 @@ fn apply_event(
                 b.metadata.resource_version.parse().map_err(|_| {
                     ReflectorError::WatchDecode("bookmark without a numeric rv".into())
                 })?;
-            writer.advance(rv);
-            return Ok(rv.max(last));
+            return Ok(WatchLine::Bookmark(rv));
         }
         "ERROR" => {
             let s: StatusIn = serde_json::from_slice(raw)
                 .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
             if s.code == 410 {
-                return Err(ReflectorError::WatchExpired(last));
+                return Ok(WatchLine::Expired);
             }
             return Err(ReflectorError::WatchDecode(format!(
                 "ERROR event: {}",
@@ -587,10 +616,7 @@ fn apply_event(
     let entry = codec
         .from_object(raw)
         .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?;
-    let rv = entry.rv;
-    writer.apply(kind, Arc::new(entry))?;
-    metrics::watch_event(resource, kind.as_str());
-    Ok(rv)
+    Ok(WatchLine::Change(kind, Arc::new(entry)))
 }
 
 pub fn urlencode(s: &str) -> String {

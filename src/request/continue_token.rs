@@ -154,6 +154,20 @@ mod tests {
     }
 
     #[test]
+    fn a_start_key_of_a_slash_alone_starts_at_the_first_key_as_upstream() {
+        // decodeContinue cleans "/" to "/" and lists from keyPrefix + "".
+        let enc = |s: &str| URL_SAFE_NO_PAD.encode(s);
+        let t = ContinueToken::decode(&enc(r#"{"v":"meta.k8s.io/v1","rv":-1,"start":"/"}"#));
+        assert_eq!(
+            t,
+            Ok(ContinueToken {
+                rv: -1,
+                start: String::new()
+            })
+        );
+    }
+
+    #[test]
     fn garbage_decodes_like_gos_lenient_base64_and_fails_as_json() {
         assert_eq!(
             ContinueToken::decode("garbage").unwrap_err().0,

@@ -516,6 +516,11 @@ fn unquote_char(s: &str, quote: u8) -> Option<(Vec<u8>, &str)> {
         return Some((vec![c], &s[1..]));
     }
     let e = *s.as_bytes().get(1)?;
+    // No escape is of a character past ASCII (ErrSyntax), whose bytes
+    // `rest` would cut.
+    if !e.is_ascii() {
+        return None;
+    }
     let rest = &s[2..];
     let simple = |v: u8| Some((vec![v], rest));
     match e {
@@ -579,6 +584,17 @@ mod tests {
             ".spec[?(@.a==1]",
             ".spec.s 1.2.3",
         ] {
+            let err =
+                CustomColumn::parse(&json!({"name": "c", "type": "string", "jsonPath": path}));
+            assert!(err.is_err(), "{path:?}");
+        }
+    }
+
+    #[test]
+    fn a_backslash_before_a_multibyte_character_is_refused_without_panicking() {
+        // Go's UnquoteChar knows no such escape: invalid syntax. (Found by
+        // fuzz/run's jsonpath target.)
+        for path in ["\"\\ƀ\"", "'\\é'", ".spec[?(@.a==\"\\耀\")]"] {
             let err =
                 CustomColumn::parse(&json!({"name": "c", "type": "string", "jsonPath": path}));
             assert!(err.is_err(), "{path:?}");
