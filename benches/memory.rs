@@ -1,14 +1,19 @@
-//! Memory: kubecache's resident set after caching 100,000 simulator pods,
-//! against the raw JSON bytes of those pods — first as soon as they are
-//! cached, then with the history full at its default settings (75 s of
-//! events, as the v1.20 cacher keeps): the simulator churns pods (a status
-//! and a label change per update, `BENCH_CHURN` updates a second, default
-//! 100) while one watcher of all pods follows, as a controller would, for
-//! `BENCH_SETTLE` seconds (default 120, past the window). kubecache
-//! and the simulator run as their own processes; the pods' cache is
-//! started with a list that matches nothing (so no list body is kept).
+//! Memory and scale: kubecache's resident set after caching `BENCH_OBJECTS`
+//! simulator pods or configmaps (`BENCH_KIND`), against the raw JSON bytes
+//! of those objects; how long the sync took against the upstream's own
+//! time to send the whole list; then an RV=0 list of them all through
+//! kubecache and the per-page cost of a `limit=500` walk. For pods, then
+//! with the history full at its default settings (75 s of events, as the
+//! v1.20 cacher keeps): the simulator churns pods (a status and a label
+//! change per update, `BENCH_CHURN` updates a second, default 100) while
+//! one watcher of all pods follows, as a controller would, for
+//! `BENCH_SETTLE` seconds (default 120, past the window; 0 skips it).
+//! kubecache and the simulator run as their own processes; the type's
+//! cache is started with a list that matches nothing (so no list body is
+//! kept before the memory is read).
 //!
-//! `cargo bench --bench memory` (`BENCH_PODS` pods, default 100,000).
+//! `cargo bench --bench memory` (`BENCH_KIND` pods or configmaps, default
+//! pods; `BENCH_OBJECTS`, default 100,000).
 
 mod support;
 
@@ -17,9 +22,27 @@ use std::time::{Duration, Instant};
 use support::*;
 
 fn main() {
-    let pods: usize = env_or("BENCH_PODS", 100_000);
-    let churn: f64 = env_or("BENCH_CHURN", 100.0);
-    let settle: u64 = env_or("BENCH_SETTLE", 120);
+    let kind: String = env_or("BENCH_KIND", "pods".to_string());
+    assert!(
+        kind == "pods" || kind == "configmaps",
+        "BENCH_KIND is pods or configmaps"
+    );
+    let objects: usize = env_or("BENCH_OBJECTS", env_or("BENCH_PODS", 100_000));
+    let churn: f64 = if kind == "pods" {
+        env_or("BENCH_CHURN", 100.0)
+    } else {
+        0.0
+    };
+    let settle: u64 = if kind == "pods" {
+        env_or("BENCH_SETTLE", 120)
+    } else {
+        0
+    };
+    let (pods, configmaps) = if kind == "pods" {
+        (objects, 0)
+    } else {
+        (0, objects)
+    };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let sim_port = free_port();
     let sim = Command::new(env!("CARGO_BIN_EXE_kubecache"))
@@ -30,7 +53,7 @@ fn main() {
             "--namespaces",
             "100",
             "--configmaps",
-            "0",
+            &configmaps.to_string(),
             "--churn",
             &churn.to_string(),
         ])
@@ -42,7 +65,7 @@ fn main() {
     let sim_url = format!("http://127.0.0.1:{sim_port}");
     rt.block_on(async {
         let c = client();
-        let deadline = Instant::now() + Duration::from_secs(300);
+        let deadline = Instant::now() + Duration::from_secs(1800);
         while get_json(&c, &format!("{sim_url}/version")).await.is_null() {
             assert!(Instant::now() < deadline, "the simulator never answered");
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -51,8 +74,8 @@ fn main() {
     // The raw bytes: the list as the upstream sends it (its wrapper is noise).
     let raw = {
         let path = std::env::temp_dir().join(format!("kubecache-memory-{sim_port}.json"));
-        let (code, size, _) = curl(
-            &format!("{sim_url}/api/v1/pods"),
+        let (code, size, secs) = curl(
+            &format!("{sim_url}/api/v1/{kind}"),
             &["User-Agent: kubecache-bench"],
             Some(&path),
         );
@@ -62,11 +85,19 @@ fn main() {
         let body = std::fs::read(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         let items = body.windows(13).filter(|w| w == b"{\"metadata\":{").count();
-        (size, items)
+        (size, items, secs)
     };
-    let (raw, pods) = raw;
+    let (raw, objects, upstream_list) = raw;
+    let resource = format!("v1/{kind}");
 
-    let kc = Kubecache::start(&sim_url, "forward");
+    // Room for the whole list at once, in flight and cached: the bench
+    // measures the cache, not its limits.
+    let room = (raw * 4).to_string();
+    let kc = Kubecache::start_with(
+        &sim_url,
+        "forward",
+        &["--max-bytes-in-flight", &room, "--max-cache-bytes", &room],
+    );
     let base = rt.block_on(async {
         let c = client();
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -80,71 +111,92 @@ fn main() {
     let started = Instant::now();
     rt.block_on(async {
         let c = client();
-        let nothing = format!(
-            "{}/api/v1/pods?resourceVersion=0&labelSelector=kubecache-bench%3Dnone",
-            kc.url
-        );
-        let deadline = Instant::now() + Duration::from_secs(600);
+        let nothing = nothing_url(&kc.url, &kind);
+        let objects_metric = format!("kubecache_cache_objects{{resource=\"{resource}\"}}");
+        let deadline = Instant::now() + Duration::from_secs(1800);
         loop {
             get_json(&c, &nothing).await;
-            let n = metric(&kc.url, "kubecache_cache_objects{resource=\"v1/pods\"}").await;
-            if n as usize >= pods {
+            let n = metric(&kc.url, &objects_metric).await;
+            if n as usize >= objects {
                 break;
             }
             assert!(
                 Instant::now() < deadline,
-                "kubecache never cached the pods ({n})"
+                "kubecache never cached the {kind} ({n})"
             );
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
     let synced = started.elapsed();
     std::thread::sleep(Duration::from_secs(2));
     let after = rss(kc.pid()).unwrap_or(0);
-    let cached = rt.block_on(metric(
-        &kc.url,
-        "kubecache_cache_bytes{resource=\"v1/pods\"}",
-    ));
+    let bytes_metric = format!("kubecache_cache_bytes{{resource=\"{resource}\"}}");
+    let cached = rt.block_on(metric(&kc.url, &bytes_metric));
 
-    // A controller's watch of all pods, from now on, read and discarded:
-    // it makes every event's line, as watchers do.
-    let rv = rt.block_on(async {
-        let one = get_json(
-            &client(),
-            &format!(
-                "{}/api/v1/pods?resourceVersion=0&labelSelector=kubecache-bench%3Dnone",
-                kc.url
-            ),
-        )
-        .await;
-        one["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap_or("0")
-            .to_string()
+    // Reads of it all: an RV=0 list (the first makes and keeps its body
+    // if it fits the kept bodies' budget; the next ones reuse it), then a
+    // walk of limit=500 pages at one snapshot.
+    let agent = ["User-Agent: kubecache-bench", "Accept: application/json"];
+    let list_url = format!("{}/api/v1/{kind}?resourceVersion=0", kc.url);
+    let lists: Vec<f64> = (0..3)
+        .map(|_| {
+            let (code, _, secs) = curl(&list_url, &agent, None);
+            assert_eq!(code, 200);
+            secs
+        })
+        .collect();
+    let (pages, walk) = rt.block_on(async {
+        let c = client();
+        let started = Instant::now();
+        let mut pages = 0usize;
+        let mut cont = String::new();
+        loop {
+            let page = get_json(
+                &c,
+                &format!("{}/api/v1/{kind}?limit=500&continue={cont}", kc.url),
+            )
+            .await;
+            pages += 1;
+            match page["metadata"]["continue"].as_str() {
+                Some(next) if !next.is_empty() => cont = next.to_string(),
+                _ => break,
+            }
+        }
+        (pages, started.elapsed())
     });
-    let mut watch = Command::new("curl")
-        .args(["-sN", "-o", "/dev/null", "-A", "kubecache-bench"])
-        .arg(format!(
-            "{}/api/v1/pods?watch=1&resourceVersion={rv}&timeoutSeconds={}",
-            kc.url,
-            settle + 60
-        ))
-        .spawn()
-        .expect("curl");
-    std::thread::sleep(Duration::from_secs(settle));
-    let churned = rss(kc.pid()).unwrap_or(0);
-    let history = rt.block_on(metric(
-        &kc.url,
-        "kubecache_cache_history_events{resource=\"v1/pods\"}",
-    ));
-    let churned_bytes = rt.block_on(metric(
-        &kc.url,
-        "kubecache_cache_bytes{resource=\"v1/pods\"}",
-    ));
-    let _ = watch.kill();
-    let _ = watch.wait();
+
+    let churned = (settle > 0).then(|| {
+        // A controller's watch of all pods, from now on, read and
+        // discarded: it makes every event's line, as watchers do.
+        let rv = rt.block_on(async {
+            let one = get_json(&client(), &nothing_url(&kc.url, &kind)).await;
+            one["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or("0")
+                .to_string()
+        });
+        let mut watch = Command::new("curl")
+            .args(["-sN", "-o", "/dev/null", "-A", "kubecache-bench"])
+            .arg(format!(
+                "{}/api/v1/{kind}?watch=1&resourceVersion={rv}&timeoutSeconds={}",
+                kc.url,
+                settle + 60
+            ))
+            .spawn()
+            .expect("curl");
+        std::thread::sleep(Duration::from_secs(settle));
+        let churned = rss(kc.pid()).unwrap_or(0);
+        let history = rt.block_on(metric(
+            &kc.url,
+            &format!("kubecache_cache_history_events{{resource=\"{resource}\"}}"),
+        ));
+        let churned_bytes = rt.block_on(metric(&kc.url, &bytes_metric));
+        let _ = watch.kill();
+        let _ = watch.wait();
+        (churned, history, churned_bytes)
+    });
     println!(
-        "\n{pods} simulator pods: raw JSON {} (the upstream's list body)",
+        "\n{objects} simulator {kind}: raw JSON {} (the upstream's list body, sent in {upstream_list:.1} s)",
         mb(raw)
     );
     println!(
@@ -159,12 +211,32 @@ fn main() {
         mb(cached as u64)
     );
     println!(
-        "after {settle} s of {churn} updates/s with a watcher following: history {history} events, \
-         objects {}; RSS {} = {:.2}× the raw JSON",
-        mb(churned_bytes as u64),
-        mb(churned),
-        churned as f64 / raw as f64
+        "RV=0 list of all {objects} through kubecache: {} (first, then kept)",
+        lists
+            .iter()
+            .map(|s| format!("{:.0} ms", s * 1e3))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
+    println!(
+        "limit=500 walk: {pages} pages in {walk:.1?}, {:.2} ms a page",
+        walk.as_secs_f64() * 1e3 / pages as f64
+    );
+    if let Some((churned, history, churned_bytes)) = churned {
+        println!(
+            "after {settle} s of {churn} updates/s with a watcher following: history {history} events, \
+             objects {}; RSS {} = {:.2}× the raw JSON",
+            mb(churned_bytes as u64),
+            mb(churned),
+            churned as f64 / raw as f64
+        );
+    }
+}
+
+/// A list of `kind` that matches nothing: it starts the type's cache
+/// without making a body worth keeping.
+fn nothing_url(base: &str, kind: &str) -> String {
+    format!("{base}/api/v1/{kind}?resourceVersion=0&labelSelector=kubecache-bench%3Dnone")
 }
 
 /// The simulator goes when the benchmark does, panics included.

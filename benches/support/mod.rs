@@ -259,6 +259,11 @@ pub struct Kubecache {
 
 impl Kubecache {
     pub fn start(upstream: &str, consistent_reads: &str) -> Kubecache {
+        Kubecache::start_with(upstream, consistent_reads, &[])
+    }
+
+    /// With these flags beside.
+    pub fn start_with(upstream: &str, consistent_reads: &str, flags: &[&str]) -> Kubecache {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_kubecache"))
             .args([
@@ -270,6 +275,7 @@ impl Kubecache {
                 "--consistent-reads",
                 consistent_reads,
             ])
+            .args(flags)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

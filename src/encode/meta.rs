@@ -37,7 +37,7 @@ pub fn partial_body(v: MetaVersion, meta: &[u8]) -> Bytes {
 /// A PartialObjectMetadataList: list metadata in `ListMeta` order whatever
 /// the resource, and `null` items when there are none, as v1.20 writes.
 pub fn partial_list(v: MetaVersion, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
-    let size: usize = items.iter().map(|e| e.memo.meta.len() + 80).sum();
+    let size: usize = items.iter().map(|e| e.meta().len() + 80).sum();
     let mut b = super::recycle::buffer(size + 256);
     b.put_slice(b"{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"");
     b.put_slice(v.api_version().as_bytes());
@@ -52,7 +52,7 @@ pub fn partial_list(v: MetaVersion, meta: &ListMeta, items: &[Arc<Entry>]) -> By
         if i > 0 {
             b.put_u8(b',');
         }
-        put_partial(&mut b, v, &e.memo.meta);
+        put_partial(&mut b, v, e.meta());
     }
     b.put_slice(b"]}\n");
     super::recycle::freeze(b)

@@ -44,14 +44,14 @@ impl Repr {
     pub fn object(&self, codec: &TypeCodec, e: &Entry) -> Result<Bytes, Unencodable> {
         Ok(match self {
             Repr::Json => codec.object_bytes(e),
-            Repr::Metadata(v) => meta::partial_object(*v, &e.memo.meta),
+            Repr::Metadata(v) => meta::partial_object(*v, e.meta()),
             Repr::Table(t) => t.object(codec, e, true),
             Repr::Protobuf(None) => {
                 let m = codec.protobuf_message(e).ok_or(Unencodable)?;
                 protobuf::envelope(&codec.api_version, &codec.kind, m).into()
             }
             Repr::Protobuf(Some(v)) => {
-                let m = protobuf::partial_message(&e.memo.meta)?;
+                let m = protobuf::partial_message(e.meta())?;
                 protobuf::envelope(v.api_version(), "PartialObjectMetadata", &m).into()
             }
         })
@@ -61,7 +61,7 @@ impl Repr {
     pub fn body(&self, codec: &TypeCodec, e: &Entry) -> Result<Bytes, Unencodable> {
         Ok(match self {
             Repr::Json => json::object(codec, e),
-            Repr::Metadata(v) => meta::partial_body(*v, &e.memo.meta),
+            Repr::Metadata(v) => meta::partial_body(*v, e.meta()),
             Repr::Table(t) => {
                 let mut b = BytesMut::from(&t.object(codec, e, false)[..]);
                 b.put_u8(b'\n');
@@ -93,7 +93,7 @@ impl Repr {
             Repr::Protobuf(Some(v)) => {
                 let messages = items
                     .iter()
-                    .map(|e| protobuf::partial_message(&e.memo.meta))
+                    .map(|e| protobuf::partial_message(e.meta()))
                     .collect::<Result<Vec<_>, _>>()?;
                 let kind = "PartialObjectMetadataList";
                 protobuf::list(v.api_version(), kind, m, messages.iter().map(Vec::as_slice))

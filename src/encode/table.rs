@@ -106,15 +106,14 @@ impl TableSpec {
     /// changed since keeps its row under the newer printer in a second one.
     fn row<'e>(&self, e: &'e Entry) -> RowRef<'e> {
         let id = self.printer.id();
-        let (at, row) = e
-            .memo
+        let later = e.memo.later();
+        let (at, row) = later
             .table_row
             .get_or_init(|| (id, self.printer.row(&e.item)));
         if *at == id {
             return RowRef::Borrowed(row);
         }
-        let mut later = e
-            .memo
+        let mut later = later
             .table_row_reprinted
             .lock()
             .unwrap_or_else(|p| p.into_inner());
@@ -159,7 +158,7 @@ impl TableSpec {
     fn put_row_object(&self, b: &mut BytesMut, codec: &TypeCodec, e: &Entry) {
         match self.include {
             Include::Object => codec.put_object(b, e),
-            _ => put_partial(b, self.version, &e.memo.meta),
+            _ => put_partial(b, self.version, e.meta()),
         }
     }
 
@@ -168,7 +167,7 @@ impl TableSpec {
         let now = time::now();
         let object = |e: &Entry| match self.include {
             Include::None => 4,
-            Include::Metadata => e.memo.meta.len() + 80,
+            Include::Metadata => e.meta().len() + 80,
             Include::Object => e.item.len() + 64,
         };
         let size: usize = items.iter().map(|e| object(e) + 200).sum();

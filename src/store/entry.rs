@@ -7,15 +7,17 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 /// An entry's labels and selectable fields: every key and value in one
-/// string, and where each ends. As a dozen separately allocated short
-/// strings per pod, each with its name, they cost a cache of 100,000 pods
-/// about 60 MB more (allocation headers, rounding, 24-byte name-and-end
-/// pairs): a fifth of the objects' own bytes (benches/memory).
+/// allocation — the count, where each string ends, then the strings. As a
+/// dozen separately allocated short strings per pod, each with its name,
+/// they cost a cache of 100,000 pods about 60 MB more (allocation headers,
+/// rounding, 24-byte name-and-end pairs): a fifth of the objects' own bytes
+/// (benches/memory); the ends apart from the text cost 50,000 configmaps
+/// another 2.4 MB.
 #[derive(Debug, Default)]
 pub struct Attrs {
-    text: Box<str>,
-    /// Where each label key, label value, … and then each field value ends.
-    ends: Box<[u32]>,
+    /// `[n: u32][end of each string: u32; n][the strings]`, little-endian;
+    /// empty when there are none.
+    packed: Box<[u8]>,
     /// The fields' names, one list per type shared by all its entries.
     names: &'static [&'static str],
 }
@@ -25,43 +27,70 @@ impl Attrs {
         labels: impl IntoIterator<Item = (String, String)>,
         fields: Vec<(&'static str, String)>,
     ) -> Attrs {
-        let mut text = String::new();
-        let mut ends = Vec::new();
-        let mut push = |s: &str| {
-            text.push_str(s);
-            ends.push(text.len() as u32);
-        };
+        let mut strings: Vec<String> = Vec::new();
         for (k, v) in labels {
-            push(&k);
-            push(&v);
+            strings.push(k);
+            strings.push(v);
         }
         let mut names = Vec::with_capacity(fields.len());
-        for (name, v) in &fields {
-            push(v);
-            names.push(*name);
+        for (name, v) in fields {
+            strings.push(v);
+            names.push(name);
+        }
+        let text: usize = strings.iter().map(String::len).sum();
+        let mut packed = Vec::new();
+        if !strings.is_empty() {
+            packed.reserve_exact(4 + 4 * strings.len() + text);
+            packed.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+            let mut end = 0u32;
+            for s in &strings {
+                end += s.len() as u32;
+                packed.extend_from_slice(&end.to_le_bytes());
+            }
+            for s in &strings {
+                packed.extend_from_slice(s.as_bytes());
+            }
         }
         Attrs {
-            text: text.into_boxed_str(),
-            ends: ends.into_boxed_slice(),
+            packed: packed.into_boxed_slice(),
             names: interned(names),
         }
     }
 
-    /// The i-th string.
+    fn word(&self, i: usize) -> usize {
+        let at = 4 * i;
+        let w: [u8; 4] = self.packed[at..at + 4].try_into().unwrap_or_default();
+        u32::from_le_bytes(w) as usize
+    }
+
+    fn count(&self) -> usize {
+        if self.packed.is_empty() {
+            0
+        } else {
+            self.word(0)
+        }
+    }
+
+    /// The i-th string's bytes (whole strings of valid UTF-8 went in).
+    fn bytes(&self, i: usize) -> &[u8] {
+        let text = 4 + 4 * self.count();
+        let start = if i == 0 { 0 } else { self.word(i) };
+        &self.packed[text + start..text + self.word(i + 1)]
+    }
+
     fn string(&self, i: usize) -> &str {
-        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
-        &self.text[start..self.ends[i] as usize]
+        std::str::from_utf8(self.bytes(i)).unwrap_or_default()
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {
-        let strings = self.ends.len() - self.names.len();
+        let strings = self.count() - self.names.len();
         (0..strings / 2)
-            .find(|p| self.string(2 * p) == key)
+            .find(|p| self.bytes(2 * p) == key.as_bytes())
             .map(|p| self.string(2 * p + 1))
     }
 
     pub fn field(&self, field: &str) -> Option<&str> {
-        let labels = self.ends.len() - self.names.len();
+        let labels = self.count() - self.names.len();
         let i = self.names.iter().position(|n| *n == field)?;
         Some(self.string(labels + i))
     }
@@ -103,20 +132,31 @@ pub struct Entry<M = ()> {
     pub memo: M,
 }
 
+/// An entry's key, `namespace/name` (or `name` without a namespace),
+/// made before the entry so that the name may borrow the item's bytes.
+pub struct EntryKey {
+    key: Arc<str>,
+    ns_len: u32,
+}
+
+impl EntryKey {
+    pub fn new(namespace: Option<&str>, name: &str) -> EntryKey {
+        match namespace {
+            Some(ns) => EntryKey {
+                key: format!("{ns}/{name}").into(),
+                ns_len: ns.len() as u32,
+            },
+            None => EntryKey {
+                key: Arc::from(name),
+                ns_len: 0,
+            },
+        }
+    }
+}
+
 impl<M> Entry<M> {
-    /// An entry keyed `namespace/name` (or `name` without a namespace).
-    pub fn new(
-        namespace: Option<&str>,
-        name: &str,
-        rv: u64,
-        attrs: Attrs,
-        item: Bytes,
-        memo: M,
-    ) -> Self {
-        let (key, ns_len): (Arc<str>, u32) = match namespace {
-            Some(ns) => (format!("{ns}/{name}").into(), ns.len() as u32),
-            None => (Arc::from(name), 0),
-        };
+    pub fn new(key: EntryKey, rv: u64, attrs: Attrs, item: Bytes, memo: M) -> Self {
+        let EntryKey { key, ns_len } = key;
         Entry {
             key,
             ns_len,
@@ -157,8 +197,7 @@ impl<M: Default> Entry<M> {
     #[cfg(test)]
     pub fn for_test(key: &str, rv: u64) -> Self {
         Entry::new(
-            None,
-            key,
+            EntryKey::new(None, key),
             rv,
             Attrs::default(),
             Bytes::from(format!("{{\"metadata\":{{\"name\":\"{key}\"}}}}")),

@@ -12,7 +12,7 @@ mod counts;
 pub mod entry;
 pub mod page;
 
-pub use entry::{Attrs, Entry};
+pub use entry::{Attrs, Entry, EntryKey};
 
 use bytes::Bytes;
 use imbl::OrdMap;

@@ -13,7 +13,7 @@ pub use memo::Memo;
 use super::protobuf::schema::{Message, Schema};
 use super::protobuf::transcode;
 use super::pruned::{self, Wanted};
-use crate::store::Attrs;
+use crate::store::{Attrs, EntryKey};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -156,15 +156,16 @@ impl TypeCodec {
         let (raw_meta, pruned) = pruned::read(&item, &self.wanted)?;
         let raw_meta = raw_meta.get();
         let meta: Meta = serde_json::from_str(raw_meta)?;
-        let meta_bytes = match self.style {
-            ListStyle::Typed => {
-                metadata::internal_meta(&self.group, &self.kind, raw_meta).unwrap_or_else(|| {
+        let memo = match self.style {
+            ListStyle::Typed => match metadata::internal_meta(&self.group, &self.kind, raw_meta) {
+                Some(own) => Memo::owned(&own),
+                None => {
                     // The slice of `item` the raw value borrows: no copy.
                     let start = raw_meta.as_ptr() as usize - item.as_ptr() as usize;
-                    item.slice(start..start + raw_meta.len())
-                })
-            }
-            ListStyle::Unstructured => metadata::object_meta(raw_meta),
+                    Memo::in_item(start..start + raw_meta.len())
+                }
+            },
+            ListStyle::Unstructured => Memo::owned(&metadata::object_meta(raw_meta)),
         };
         let name = meta.name.ok_or(DecodeError::NoName)?;
         let rv_str = meta.resource_version.unwrap_or_default();
@@ -175,15 +176,10 @@ impl TypeCodec {
         let namespace = meta.namespace.filter(|n| !n.is_empty() && self.namespaced);
         let fields = crate::selector::field::selectable_fields(&self.group, &self.kind, &pruned);
         let attrs = Attrs::new(meta.labels.unwrap_or_default(), fields);
-        // A second handle on the bytes (a refcount): `name` still borrows them.
-        Ok(Entry::new(
-            namespace.as_deref(),
-            &name,
-            rv,
-            attrs,
-            item.clone(),
-            Memo::new(meta_bytes),
-        ))
+        let key = EntryKey::new(namespace.as_deref(), &name);
+        // Moved, not cloned, once nothing borrows it: a second handle on
+        // a `Bytes` made from a `Vec` costs a 32-byte allocation.
+        Ok(Entry::new(key, rv, attrs, item, memo))
     }
 
     /// An entry from a self-describing object (a watch event or a get).
@@ -242,7 +238,7 @@ impl TypeCodec {
     /// messages cannot hold.
     pub fn protobuf_message<'e>(&self, entry: &'e Entry) -> Option<&'e [u8]> {
         let msg = self.protobuf.filter(|_| self.style == ListStyle::Typed)?;
-        let kept = entry.memo.protobuf.get_or_init(|| {
+        let kept = entry.memo.later().protobuf.get_or_init(|| {
             match transcode::message(Schema::v1_20(), msg, &entry.item) {
                 Ok(m) => Some(m.into_boxed_slice()),
                 Err(e) => {
