@@ -140,6 +140,22 @@ pub async fn get_json(c: &HttpClient, url: &str) -> Value {
     serde_json::from_slice(&body).unwrap_or(Value::Null)
 }
 
+/// A GET's status and body, read whole and not parsed.
+pub async fn get_bytes(c: &HttpClient, url: &str) -> (u16, Bytes) {
+    let req = http::Request::builder()
+        .uri(url)
+        .header("user-agent", "kubecache-bench")
+        .header("accept", "application/json")
+        .body(Full::default())
+        .unwrap();
+    let resp = c
+        .request(req)
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let status = resp.status().as_u16();
+    (status, resp.into_body().collect().await.unwrap().to_bytes())
+}
+
 pub fn namespace(i: usize) -> String {
     format!("bench-{i:02}")
 }
