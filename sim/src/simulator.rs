@@ -498,7 +498,7 @@ impl Sim {
             return;
         }
         let idx = (step as usize * 7919) % snap.items.len();
-        let Some((_, e)) = snap.items.iter().nth(idx) else {
+        let Some(e) = snap.items.iter().nth(idx) else {
             return;
         };
         let Ok(mut obj) = serde_json::from_slice::<Value>(&t.codec.object_bytes(e)) else {
@@ -747,14 +747,14 @@ mod tests {
         let mut reads = 0;
         while !writer.is_finished() {
             let now = sim.at_revision(&t);
-            let newest = now.items.values().map(|e| e.rv).max().unwrap_or(0);
+            let newest = now.items.iter().map(|e| e.rv).max().unwrap_or(0);
             assert!(
                 newest <= now.rv,
                 "read {reads}: an object at {newest} in the state at {}",
                 now.rv
             );
             let at = t.store.snapshot_at(now.rv).expect("within the history");
-            let versions = |s: &Snapshot| s.items.values().map(|e| e.rv).collect::<Vec<_>>();
+            let versions = |s: &Snapshot| s.items.iter().map(|e| e.rv).collect::<Vec<_>>();
             assert_eq!(versions(&now), versions(&at), "read {reads} at {}", now.rv);
             reads += 1;
         }

@@ -219,10 +219,8 @@ fn versions(items: &crate::encode::codec::Items) -> impl Iterator<Item = (&str, 
     items.iter().map(key_and_version)
 }
 
-fn key_and_version<'a>(
-    (k, e): (&'a Arc<str>, &'a Arc<crate::encode::codec::Entry>),
-) -> (&'a str, u64) {
-    (k, e.rv)
+fn key_and_version(e: &Arc<crate::encode::codec::Entry>) -> (&str, u64) {
+    (&e.key, e.rv)
 }
 
 /// The cache's versions in key order, met by the upstream's one at a time.

@@ -144,7 +144,7 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             // goes upstream whole; one that meets such an object later
             // ends there (see `watch`).
             if spec.repr.is_protobuf() {
-                let items = tc.store.current().items.values().cloned().collect();
+                let items = tc.store.current().items.iter().cloned().collect();
                 if !protobuf_holds(&codec, items).await {
                     return Err(ReadError::Fallback(Fallback::Unencodable));
                 }

@@ -275,7 +275,7 @@ fn shared_line(
 struct InitialEvents {
     items: Items,
     /// The key of the last item sent.
-    after: Option<Arc<str>>,
+    after: Option<Box<str>>,
     /// The initial-events-end bookmark, sent after the items.
     end: Option<Bytes>,
 }
@@ -437,19 +437,18 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
             return;
         }
         let rest = match &init.after {
-            None => init.items.range::<_, str>(..),
-            Some(k) => init
-                .items
-                .range::<_, str>((Bound::Excluded(&**k), Bound::Unbounded)),
+            None => init.items.range((Bound::Unbounded, Bound::Unbounded)),
+            Some(k) => init.items.range((Bound::Excluded(&**k), Bound::Unbounded)),
         };
         let mut taken = 0;
         let mut last = None;
-        for (key, e) in rest {
-            last = Some(key);
+        let mut unwritable = false;
+        for e in rest {
+            last = Some(&e.key);
             if self.spec.selection.matches(e) {
                 let Ok(obj) = self.spec.repr.object(&self.codec, e) else {
-                    self.cannot_write();
-                    return;
+                    unwritable = true;
+                    break;
                 };
                 self.pending.push_back(self.spec.repr.event("ADDED", &obj));
                 taken += 1;
@@ -457,6 +456,10 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                     break;
                 }
             }
+        }
+        if unwritable {
+            self.cannot_write();
+            return;
         }
         match last {
             Some(key) if taken == room => init.after = Some(key.clone()),

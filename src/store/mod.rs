@@ -10,18 +10,17 @@
 
 mod counts;
 pub mod entry;
+mod items;
 pub mod page;
 
 pub use entry::{Attrs, Entry, EntryKey};
+pub use items::Items;
 
 use bytes::Bytes;
-use imbl::OrdMap;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, watch};
-
-pub type Items<M = ()> = OrdMap<Arc<str>, Arc<Entry<M>>>;
 
 /// Past events after some rv, and the live subscription that follows them.
 pub type Replay<M = ()> = (Vec<Arc<Event<M>>>, broadcast::Receiver<Change<M>>);
@@ -213,7 +212,7 @@ impl<M> Store<M> {
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         Store {
             state: RwLock::new(State {
-                items: OrdMap::new(),
+                items: Items::new(),
                 bytes: 0,
                 rv: 0,
                 epoch: 0,
@@ -269,7 +268,7 @@ impl<M> Store<M> {
     pub fn release(&self) {
         {
             let mut s = self.write();
-            s.items = OrdMap::new();
+            s.items = Items::new();
             s.bytes = 0;
             s.epoch += 1;
             s.oldest = s.rv;
@@ -292,9 +291,7 @@ impl<M> Store<M> {
                 });
             }
             let prev = match kind {
-                EventType::Added | EventType::Modified => {
-                    s.items.insert(entry.key.clone(), entry.clone())
-                }
+                EventType::Added | EventType::Modified => s.items.insert(entry.clone()),
                 EventType::Deleted => s.items.remove(&entry.key),
             };
             if kind == EventType::Deleted && prev.is_none() {
@@ -451,7 +448,7 @@ impl<M> Store<M> {
         for ev in s.history.iter().rev().take_while(|e| e.rv > rv) {
             match &ev.prev {
                 Some(prev) => {
-                    items.insert(prev.key.clone(), prev.clone());
+                    items.insert(prev.clone());
                 }
                 None => {
                     items.remove(&ev.entry.key);
@@ -530,7 +527,7 @@ fn scattered<M>(entries: Vec<Arc<Entry<M>>>) -> Items<M> {
     let mut i = 0;
     for _ in 0..n {
         if let Some(e) = slots[i].take() {
-            items.insert(e.key.clone(), e);
+            items.insert(e);
         }
         i = (i + stride) % n;
     }
@@ -550,7 +547,7 @@ fn same_versions<M>(a: &Items<M>, b: &Items<M>) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b.iter())
-            .all(|((ka, ea), (kb, eb))| ka == kb && ea.rv == eb.rv)
+            .all(|(ea, eb)| ea.key == eb.key && ea.rv == eb.rv)
 }
 
 #[cfg(test)]
@@ -564,7 +561,7 @@ mod tests {
     fn keys(s: &Snapshot) -> Vec<String> {
         s.items
             .iter()
-            .map(|(k, e)| format!("{k}@{}", e.rv))
+            .map(|e| format!("{}@{}", e.key, e.rv))
             .collect()
     }
 
@@ -728,7 +725,7 @@ mod tests {
                 .collect();
             let items = scattered(entries);
             assert_eq!(items.len(), n);
-            let keys: Vec<&str> = items.keys().map(|k| &**k).collect();
+            let keys: Vec<&str> = items.iter().map(|e| &*e.key).collect();
             let mut sorted = keys.clone();
             sorted.sort();
             sorted.dedup();

@@ -46,11 +46,11 @@ pub fn read_page_counted<M>(
 ) -> Page<M> {
     let start_key = format!("{}{}", req.prefix, req.start.unwrap_or(""));
     let mut range = items
-        .range::<_, str>((Bound::Included(start_key.as_str()), Bound::Unbounded))
-        .take_while(|(k, _)| k.starts_with(req.prefix));
+        .range((Bound::Included(start_key.as_str()), Bound::Unbounded))
+        .take_while(|e| e.key.starts_with(req.prefix));
     let mut out = Vec::new();
     let mut has_more = false;
-    for (_, e) in range.by_ref() {
+    for e in range.by_ref() {
         if req.limit > 0 && out.len() >= req.limit {
             // etcd reports more keys past a full page whether or not they match.
             has_more = true;
@@ -101,7 +101,7 @@ mod tests {
                 if k.ends_with('x') {
                     e.attrs = Attrs::new([("sel".into(), "yes".into())], Vec::new());
                 }
-                (Arc::from(*k), Arc::new(e))
+                Arc::new(e)
             })
             .collect()
     }

@@ -42,7 +42,7 @@ pub struct Pieces {
 struct Inner {
     /// foldhash, not SipHash: hashing every key of a 10k-item list was a
     /// quarter of a stitch (perf); its seed is still random per process.
-    by_key: foldhash::HashMap<Arc<str>, Slot>,
+    by_key: foldhash::HashMap<Box<str>, Slot>,
     charged: usize,
 }
 
@@ -62,7 +62,7 @@ impl Slot {
     }
 
     fn cost(&self, key: &str) -> usize {
-        self.piece.len() + key.len() + std::mem::size_of::<(Arc<str>, Slot, Piece)>()
+        self.piece.len() + key.len() + std::mem::size_of::<(Box<str>, Slot, Piece)>()
     }
 }
 
@@ -142,7 +142,7 @@ impl Pieces {
             items
                 .windows(2)
                 .map(|w| {
-                    let slot = inner.by_key.get(&w[1].key)?;
+                    let slot = inner.by_key.get(&*w[1].key)?;
                     slot.fits(&w[1], &w[0]).then(|| slot.piece.clone())
                 })
                 .collect()
@@ -187,7 +187,7 @@ impl Pieces {
         }
         let me = self.clone();
         let work = move || {
-            let entries: Vec<&Arc<Entry>> = all.values().collect();
+            let entries: Vec<&Arc<Entry>> = all.iter().collect();
             // In batches, so that stitching is not held up meanwhile.
             let mut complete = true;
             for batch in entries.windows(2).collect::<Vec<_>>().chunks(256) {
@@ -202,7 +202,7 @@ impl Pieces {
                         .filter(|w| {
                             !inner
                                 .by_key
-                                .get(&w[1].key)
+                                .get(&*w[1].key)
                                 .is_some_and(|s| s.fits(w[1], w[0]))
                         })
                         .collect()
@@ -313,7 +313,7 @@ mod tests {
     }
 
     fn items(entries: impl IntoIterator<Item = Arc<Entry>>) -> Items {
-        entries.into_iter().map(|e| (e.key.clone(), e)).collect()
+        entries.into_iter().collect()
     }
 
     fn gunzip(z: &[u8]) -> Vec<u8> {
@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn lists_are_compressed_whole_until_the_pieces_are_made_then_stitched() {
         let all = items((0..300).map(|i| pod(i, 10 + i as u64)));
-        let run: Vec<_> = all.values().cloned().collect();
+        let run: Vec<_> = all.iter().cloned().collect();
         let pieces = Arc::new(Pieces::new(budget()));
         // No runtime here: the first miss makes them all at once.
         assert_eq!(check(&pieces, &all, &run), None);
@@ -363,7 +363,7 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
         let mut all = items((0..200).map(|i| pod(i * 2, 1)));
         let pieces = Arc::new(Pieces::new(budget()));
-        check(&pieces, &all, &all.values().cloned().collect::<Vec<_>>());
+        check(&pieces, &all, &all.iter().cloned().collect::<Vec<_>>());
         let mut rv = 2;
         let mut stitched = 0;
         for _ in 0..200 {
@@ -375,10 +375,10 @@ mod tests {
                 if rng.random_bool(0.3) {
                     all.remove(&e.key);
                 } else {
-                    all.insert(e.key.clone(), e);
+                    all.insert(e);
                 }
             }
-            let run: Vec<_> = all.values().cloned().collect();
+            let run: Vec<_> = all.iter().cloned().collect();
             let from = rng.random_range(0..run.len() / 2);
             stitched += check(&pieces, &all, &run).is_some() as usize;
             stitched += check(&pieces, &all, &run[from..]).is_some() as usize;
@@ -395,11 +395,11 @@ mod tests {
         check(
             &pieces,
             &before,
-            &before.values().cloned().collect::<Vec<_>>(),
+            &before.iter().cloned().collect::<Vec<_>>(),
         );
         // Same keys and versions, new entries: their pieces must be remade.
         let after = items((0..100).map(|i| pod_like(i, i + 1000, 5)));
-        let run: Vec<_> = after.values().cloned().collect();
+        let run: Vec<_> = after.iter().cloned().collect();
         assert_eq!(check(&pieces, &after, &run), None);
         assert_eq!(check(&pieces, &after, &run), Some(()));
     }
@@ -407,7 +407,7 @@ mod tests {
     #[test]
     fn pieces_stay_within_the_budget_and_give_it_back() {
         let all = items((0..200).map(|i| pod(i, 5)));
-        let run: Vec<_> = all.values().cloned().collect();
+        let run: Vec<_> = all.iter().cloned().collect();
         let b = budget();
         b.set_limit(20_000);
         let pieces = Arc::new(Pieces::new(b.clone()));
