@@ -411,20 +411,16 @@ fn nnr_hash(items: &[Item]) -> u64 {
 /// What differs between a list through kubecache and the upstream's.
 fn diff(kube: &[Item], up: &[Item]) -> String {
     let name = |i: &Item| format!("{}/{}@{}", i.ns, i.name, i.rv);
-    let ours: HashSet<_> = kube.iter().collect();
-    let theirs: HashSet<_> = up.iter().collect();
-    let only_kube: Vec<_> = kube
-        .iter()
-        .filter(|i| !theirs.contains(i))
-        .map(name)
-        .take(4)
-        .collect();
-    let only_up: Vec<_> = up
-        .iter()
-        .filter(|i| !ours.contains(i))
-        .map(name)
-        .take(4)
-        .collect();
+    // The first few of `a` that `b` lacks.
+    let only = |a: &[Item], b: &[Item]| -> Vec<String> {
+        let b: HashSet<_> = b.iter().collect();
+        a.iter()
+            .filter(|i| !b.contains(i))
+            .map(name)
+            .take(4)
+            .collect()
+    };
+    let (only_kube, only_up) = (only(kube, up), only(up, kube));
     format!(
         "{} items through kubecache, {} upstream; only through kubecache (or other bytes): {only_kube:?}; only upstream: {only_up:?}",
         kube.len(),

@@ -117,13 +117,19 @@ pub async fn send(c: &HttpClient, method: &str, url: &str, ct: &str, body: &Valu
         .header("user-agent", "kubecache-bench")
         .body(Full::new(Bytes::from(serde_json::to_vec(body).unwrap())))
         .unwrap();
+    let (status, body) = exchange(c, req).await;
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// A request's status and body, read whole; a failed connection panics.
+async fn exchange(c: &HttpClient, req: http::Request<Full<Bytes>>) -> (u16, Bytes) {
+    let url = req.uri().to_string();
     let resp = c
         .request(req)
         .await
         .unwrap_or_else(|e| panic!("{url}: {e}"));
     let status = resp.status().as_u16();
-    let body = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    (status, resp.into_body().collect().await.unwrap().to_bytes())
 }
 
 /// A GET's JSON body; `null` when there is none (or no server yet).
@@ -148,12 +154,7 @@ pub async fn get_bytes(c: &HttpClient, url: &str) -> (u16, Bytes) {
         .header("accept", "application/json")
         .body(Full::default())
         .unwrap();
-    let resp = c
-        .request(req)
-        .await
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
-    let status = resp.status().as_u16();
-    (status, resp.into_body().collect().await.unwrap().to_bytes())
+    exchange(c, req).await
 }
 
 pub fn namespace(i: usize) -> String {
