@@ -366,7 +366,7 @@ fn served_as_it_came(codec: &TypeCodec, entry: &kubecache::encode::codec::Entry,
     assert_eq!(format!("{:?}", again.attrs), format!("{:?}", entry.attrs));
     // Its metadata is served alone (PartialObjectMetadata), as JSON and
     // as protobuf.
-    let meta = &entry.memo.meta;
+    let meta = entry.meta();
     if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(meta) {
         panic!(
             "metadata {:?} is not JSON: {e}",
