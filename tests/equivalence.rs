@@ -10,6 +10,7 @@ use common::*;
 use http::Method;
 use kubecache::serve::ConsistentReads;
 use serde_json::json;
+use std::time::Duration;
 
 fn cm(name: &str, i: usize) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -291,10 +292,19 @@ async fn battery(up: &str) {
         same_bytes(up, kc, &path).await;
     }
 
-    // A version the cache has not seen: both wait 3 s, then 504.
-    let settled = get(&format!("{kc}{nsp}?resourceVersion=0")).await.json()["metadata"]
-        ["resourceVersion"]
-        .clone();
+    // A version the cache has not seen: both wait 3 s, then 504. Its
+    // message names the cache's version, so first the walk's last events
+    // must be in (a busy CI machine once read it one event early).
+    let rv_of = |r: Resp| r.json()["metadata"]["resourceVersion"].clone();
+    let upstream_now = rv_of(get(&format!("{up}{nsp}")).await);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let settled = loop {
+        let cached = rv_of(get(&format!("{kc}{nsp}?resourceVersion=0")).await);
+        if cached == upstream_now || tokio::time::Instant::now() > deadline {
+            break cached;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     let far = last + 100_000;
     let (a, b) = both(up, kc, &format!("{nsp}?resourceVersion={far}")).await;
     assert_eq!((a.status.as_u16(), b.status.as_u16()), (504, 504));
