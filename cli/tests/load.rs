@@ -83,10 +83,20 @@ async fn idle_connections_and_clients_that_never_read_leave_another_clients_list
 
         let addr = kc.addr;
         let source = "127.0.0.2".parse().ok();
+        let before = status_bytes(kc.pid(), "VmRSS").unwrap();
         let idle = tokio::task::spawn_blocking(move || hold_idle(addr, IDLE, source))
             .await
             .unwrap();
         assert_eq!(idle.failed, 0, "{:?}", idle.first_error);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let each = status_bytes(kc.pid(), "VmRSS")
+            .unwrap()
+            .saturating_sub(before)
+            / IDLE as u64;
+        eprintln!("an idle connection: {} KiB", each / 1024);
+        // 30 KiB while hyper kept room for the handler's whole future on
+        // every connection (src/serve/listener.rs); 23-24 KiB since.
+        assert!(each < 27 << 10, "an idle connection holds {each} B");
 
         let size = get(
             &client(),
