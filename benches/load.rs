@@ -27,7 +27,8 @@
 //! kubecache to inherit, and says so if it could not.
 //!
 //! `cargo bench -p kubecache-cli --bench load` (`BENCH_PHASE=load|idle`
-//! runs one; `BENCH_PODS` 10,000, `BENCH_CHURN` 50 updates/s).
+//! runs one; `BENCH_PODS` 10,000, `BENCH_CHURN` 50 updates/s;
+//! `BENCH_KUBECACHE=PATH` serves with another build).
 
 mod support;
 
@@ -40,6 +41,12 @@ use support::load::*;
 use support::{cpu_seconds, env_or};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubecache");
+
+/// The kubecache that serves: `BENCH_KUBECACHE` (another build, to compare
+/// with), else this one.
+fn serving_bin() -> String {
+    std::env::var("BENCH_KUBECACHE").unwrap_or_else(|_| BIN.to_string())
+}
 
 fn main() {
     if let Ok(spec) = std::env::var("BENCH_IDLE_HELPER") {
@@ -79,7 +86,7 @@ fn load_phase(rt: &tokio::runtime::Runtime, sim: &Process, o: Arc<Objects>, memo
         max_connections: clients * 2 + 500,
         idle_timeout: None,
     };
-    let kc = start_kubecache(BIN, &sim.url(), bounds);
+    let kc = start_kubecache(&serving_bin(), &sim.url(), bounds);
     let base = kc.url();
     rt.block_on(wait_pods_synced(&base, Duration::from_secs(120)));
     // Warm up: the first Table list prints every row, the first gzip list
@@ -89,7 +96,15 @@ fn load_phase(rt: &tokio::runtime::Runtime, sim: &Process, o: Arc<Objects>, memo
     let settled = status_bytes(kc.pid(), "VmRSS").unwrap_or(0);
     let sampler = Sampler::start(kc.pid(), Duration::from_millis(100));
     let cpu = cpu_seconds(kc.pid()).unwrap_or(0.0);
+    let until = Instant::now() + Duration::from_secs_f64(secs);
+    let in_flight = rt.spawn(sample_gauge(
+        base.clone(),
+        "kubecache_bytes_in_flight ".into(),
+        until,
+        Duration::from_millis(250),
+    ));
     let report = rt.block_on(run_mix(&base, o, clients, secs));
+    let (in_flight_max, in_flight_mean, _) = rt.block_on(in_flight).unwrap();
     let cpu = cpu_seconds(kc.pid()).unwrap_or(0.0) - cpu;
     let peak = sampler.peak_rss();
     let fds = sampler.peak_fds();
@@ -118,13 +133,16 @@ fn load_phase(rt: &tokio::runtime::Runtime, sim: &Process, o: Arc<Objects>, memo
         "kubecache: RSS {} settled before the run, peak {} (bound {}: cache {}, bytes in flight {}); \
          peak open descriptors {fds} (max connections {}); {cpu:.1} CPU s; \
          {accept_failed} accept errors logged; {cut} watchers cut off for lagging; \
-         {forwarded} requests forwarded upstream in all",
+         {forwarded} requests forwarded upstream in all; bytes in flight (sampled every 250 ms): \
+         mean {}, highest {}",
         mib(settled),
         mib(peak),
         mib(memory),
         mib(bounds.cache_bytes()),
         mib(bounds.bytes_in_flight()),
-        bounds.max_connections
+        bounds.max_connections,
+        mib(in_flight_mean as u64),
+        mib(in_flight_max as u64),
     );
     let pass = report.errors() == 0 && peak < memory && accept_failed == 0 && report.answered() > 0;
     println!(
@@ -237,7 +255,7 @@ fn idle_phase(rt: &tokio::runtime::Runtime, sim: &Process, o: &Objects, memory: 
         // Longer than the phase: idle connections are to stay open.
         idle_timeout: Some(Duration::from_secs(600)),
     };
-    let kc = start_kubecache(BIN, &sim.url(), bounds);
+    let kc = start_kubecache(&serving_bin(), &sim.url(), bounds);
     let base = kc.url();
     rt.block_on(wait_pods_synced(&base, Duration::from_secs(120)));
     let sampler = Sampler::start(kc.pid(), Duration::from_millis(250));

@@ -1094,3 +1094,24 @@ pub async fn metric(base: &str, name: &str) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
+
+/// A gauge of kubecache's sampled every `every` until `until` on a
+/// connection of its own: (highest, mean, samples).
+pub async fn sample_gauge(
+    base: String,
+    name: String,
+    until: Instant,
+    every: Duration,
+) -> (f64, f64, usize) {
+    let (mut max, mut sum, mut n) = (0f64, 0f64, 0);
+    while Instant::now() < until {
+        let v = metric(&base, &name).await;
+        if v.is_finite() {
+            max = max.max(v);
+            sum += v;
+            n += 1;
+        }
+        tokio::time::sleep(every).await;
+    }
+    (max, if n > 0 { sum / n as f64 } else { f64::NAN }, n)
+}

@@ -129,6 +129,10 @@ async fn idle_connections_and_clients_that_never_read_leave_another_clients_list
             stalled.push(s.unwrap().expect("a staller's answer"));
         }
         let namespace = namespace.await.unwrap();
+        // The unread lists are what kubecache counts in flight.
+        let in_flight = metric(&base, "kubecache_bytes_in_flight ").await;
+        let limit = metric(&base, "kubecache_bytes_in_flight_limit").await;
+        assert_eq!(limit as u64, bounds.bytes_in_flight());
         let peak = sampler.peak_rss();
         let still_open = tokio::task::spawn_blocking(move || (idle.still_open(), idle))
             .await
@@ -151,6 +155,10 @@ async fn idle_connections_and_clients_that_never_read_leave_another_clients_list
         );
         assert_eq!(still_open, IDLE, "idle connections closed");
         assert_eq!(answered + refused, STALLERS, "other answers");
+        assert!(
+            in_flight >= (answered * size) as f64 && in_flight <= limit,
+            "{in_flight} B counted in flight for {answered} unread {size} B lists"
+        );
         assert!(
             answered > 0 && refused > 0,
             "{answered} answered, {refused} refused"
