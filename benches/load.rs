@@ -97,14 +97,23 @@ fn load_phase(rt: &tokio::runtime::Runtime, sim: &Process, o: Arc<Objects>, memo
     let sampler = Sampler::start(kc.pid(), Duration::from_millis(100));
     let cpu = cpu_seconds(kc.pid()).unwrap_or(0.0);
     let until = Instant::now() + Duration::from_secs_f64(secs);
-    let in_flight = rt.spawn(sample_gauge(
+    // What the bounded parts hold meanwhile: answers in flight, kept list
+    // bodies (256 MiB at most), big bodies' idle buffers (128 MiB), objects.
+    let gauges = rt.spawn(sample_gauges(
         base.clone(),
-        "kubecache_bytes_in_flight ".into(),
+        [
+            "kubecache_bytes_in_flight ",
+            "kubecache_list_bodies_kept_bytes",
+            "kubecache_body_buffers_idle_bytes",
+            "kubecache_cache_bytes",
+        ]
+        .map(String::from)
+        .to_vec(),
         until,
         Duration::from_millis(250),
     ));
     let report = rt.block_on(run_mix(&base, o, clients, secs));
-    let (in_flight_max, in_flight_mean, _) = rt.block_on(in_flight).unwrap();
+    let gauges = rt.block_on(gauges).unwrap();
     let cpu = cpu_seconds(kc.pid()).unwrap_or(0.0) - cpu;
     let peak = sampler.peak_rss();
     let fds = sampler.peak_fds();
@@ -133,16 +142,23 @@ fn load_phase(rt: &tokio::runtime::Runtime, sim: &Process, o: Arc<Objects>, memo
         "kubecache: RSS {} settled before the run, peak {} (bound {}: cache {}, bytes in flight {}); \
          peak open descriptors {fds} (max connections {}); {cpu:.1} CPU s; \
          {accept_failed} accept errors logged; {cut} watchers cut off for lagging; \
-         {forwarded} requests forwarded upstream in all; bytes in flight (sampled every 250 ms): \
-         mean {}, highest {}",
+         {forwarded} requests forwarded upstream in all\n\
+         sampled every 250 ms, mean / highest: bytes in flight {} / {}, kept list bodies {} / {}, \
+         idle body buffers {} / {}, cached objects {} / {}",
         mib(settled),
         mib(peak),
         mib(memory),
         mib(bounds.cache_bytes()),
         mib(bounds.bytes_in_flight()),
         bounds.max_connections,
-        mib(in_flight_mean as u64),
-        mib(in_flight_max as u64),
+        mib(gauges[0].1 as u64),
+        mib(gauges[0].0 as u64),
+        mib(gauges[1].1 as u64),
+        mib(gauges[1].0 as u64),
+        mib(gauges[2].1 as u64),
+        mib(gauges[2].0 as u64),
+        mib(gauges[3].1 as u64),
+        mib(gauges[3].0 as u64),
     );
     let pass = report.errors() == 0 && peak < memory && accept_failed == 0 && report.answered() > 0;
     println!(

@@ -1095,23 +1095,35 @@ pub async fn metric(base: &str, name: &str) -> f64 {
         .sum()
 }
 
-/// A gauge of kubecache's sampled every `every` until `until` on a
-/// connection of its own: (highest, mean, samples).
-pub async fn sample_gauge(
+/// Gauges of kubecache's, sampled together every `every` until `until`
+/// on a connection of their own: per name (a prefix of its sample's line),
+/// (highest, mean).
+pub async fn sample_gauges(
     base: String,
-    name: String,
+    names: Vec<String>,
     until: Instant,
     every: Duration,
-) -> (f64, f64, usize) {
-    let (mut max, mut sum, mut n) = (0f64, 0f64, 0);
+) -> Vec<(f64, f64)> {
+    let c = client();
+    let mut seen = vec![(0f64, 0f64); names.len()];
+    let mut n = 0;
     while Instant::now() < until {
-        let v = metric(&base, &name).await;
-        if v.is_finite() {
-            max = max.max(v);
-            sum += v;
+        if let Some((200, body)) = get(&c, &format!("{base}/metrics"), "text/plain").await {
+            let text = String::from_utf8_lossy(&body);
+            for (name, (max, sum)) in names.iter().zip(seen.iter_mut()) {
+                let v: f64 = text
+                    .lines()
+                    .filter(|l| l.starts_with(name.as_str()))
+                    .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                    .sum();
+                *max = max.max(v);
+                *sum += v;
+            }
             n += 1;
         }
         tokio::time::sleep(every).await;
     }
-    (max, if n > 0 { sum / n as f64 } else { f64::NAN }, n)
+    seen.into_iter()
+        .map(|(max, sum)| (max, if n > 0 { sum / n as f64 } else { f64::NAN }))
+        .collect()
 }
