@@ -8,10 +8,11 @@
 //!   (60), each on a connection of its own: a quarter are informers (an
 //!   RV=0 list, then a watch from its version that ends every 10–30 s and
 //!   is resumed from the last version seen, a 410 sending it back to the
-//!   list), the rest go round RV=0 lists of a namespace and of all pods,
-//!   with and without label selectors, kubectl's Table lists (`limit=500`,
-//!   its Accept), gets by name and `limit=500` walks. Every request asks
-//!   for gzip, as Go clients do; a 429 is retried after its Retry-After.
+//!   list), the rest split evenly over RV=0 lists of a namespace and of all
+//!   pods, with and without label selectors, kubectl's Table lists
+//!   (`limit=500`, its Accept), gets by name and `limit=500` walks, each
+//!   asking for its kind again and again. Every request asks for gzip, as
+//!   Go clients do; a 429 is retried after its Retry-After.
 //!   Per kind: answered, 429s, errors by status, p50/p90/p99/max.
 //! - **idle**: `BENCH_IDLE` (20,000) idle kept-alive connections, held by
 //!   two helper processes (this binary again, `BENCH_IDLE_HELPER`) so that
