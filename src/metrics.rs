@@ -85,6 +85,13 @@ pub fn body_buffers_idle(bytes: usize) {
     gauge!("kubecache_body_buffers_idle_bytes").set(bytes as f64);
 }
 
+/// What the cache's answers hold while their clients read them, and the
+/// most they may (`--max-bytes-in-flight`); set when scraped.
+pub fn bytes_in_flight(used: usize, limit: usize) {
+    gauge!("kubecache_bytes_in_flight").set(used as f64);
+    gauge!("kubecache_bytes_in_flight_limit").set(limit as f64);
+}
+
 /// A body made in a buffer another body handed back.
 pub fn body_buffer_reused() {
     counter!("kubecache_body_buffers_reused_total").increment(1);

@@ -121,3 +121,44 @@ async fn clients_that_never_read_their_lists_cannot_pin_more_than_the_budget() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gzip_list_stitched_from_pieces_needs_room_for_its_compressed_bytes_alone() {
+    within(120, async {
+        let sim = SimBuilder::new().pods(2_000).start().await;
+        let p = ProxyBuilder::new(&sim.url)
+            .limits(LimitsConfig {
+                max_bytes_in_flight: Some(6 << 20),
+                ..Default::default()
+            })
+            .start()
+            .await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        let url = format!("{}/api/v1/pods?resourceVersion=0", p.url);
+        // Its JSON (~9.7 MB) does not fit the budget: made plain, or
+        // compressed whole, it is refused.
+        let plain = send_with(http::Method::GET, &url, &[], bytes::Bytes::new()).await;
+        assert_eq!(plain.status, 429, "{}", plain.text());
+        let gzip = [("accept-encoding", "gzip")];
+        let first = send_with(http::Method::GET, &url, &gzip, bytes::Bytes::new()).await;
+        assert_eq!(first.status, 429, "compressed whole, before the pieces");
+        // Once the pieces are made (the refused request set that going),
+        // the stitched body, a few hundred KB, is answered.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let r = send_with(http::Method::GET, &url, &gzip, bytes::Bytes::new()).await;
+            if r.status == 200 {
+                assert_eq!(r.headers["content-encoding"], "gzip");
+                assert!(r.body.len() < 2 << 20, "{}", r.body.len());
+                break;
+            }
+            assert_eq!(r.status, 429);
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a stitched list is still refused"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+}

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod load;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};

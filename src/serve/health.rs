@@ -186,6 +186,8 @@ pub fn is_metrics(state: &ServeState, path: &str) -> bool {
 
 /// `/metrics`, in Prometheus's text format.
 pub fn metrics(state: &ServeState) -> Response<Body> {
+    let in_flight = &state.limits.in_flight;
+    crate::metrics::bytes_in_flight(in_flight.used(), in_flight.limit());
     let rendered = state
         .prometheus
         .as_ref()

@@ -289,6 +289,10 @@ impl BytesInFlight {
         self.used.load(Ordering::Acquire)
     }
 
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Room for a body of about `bytes` about to be built, if there is.
     pub fn reserve(self: &Arc<Self>, bytes: usize) -> Result<Reservation, LimitError> {
         let limit = self.limit;

@@ -511,9 +511,12 @@ async fn connection<F, Fut>(
                 req.extensions_mut().insert(p.clone());
             }
             let inflight = InFlight::new(&activity);
-            let h = handler.clone();
+            // Boxed: hyper keeps room for the service's future on every
+            // connection, idle ones included, and the handler's future is
+            // ~10 KiB (20,000 idle connections: 200 MB).
+            let handling = Box::pin(handler.clone()(req));
             async move {
-                let resp = h(req).await;
+                let resp = handling.await;
                 Ok::<_, Infallible>(resp.map(|b| body::holding(b, inflight)))
             }
         })

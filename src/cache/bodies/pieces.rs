@@ -74,23 +74,33 @@ fn piece_after(after: &Entry, item: &Entry) -> Piece {
 impl Pieces {
     /// A compact JSON list, gzipped: stitched from its items' pieces when
     /// they are at hand, compressed whole otherwise — off the async
-    /// workers either way.
-    pub async fn gzip_list(
+    /// workers either way. Compressed whole, the list's JSON is held
+    /// beside its compressed copy, which stitching never makes: `whole`
+    /// is asked for room for it first, and its refusal is the answer.
+    pub async fn gzip_list<R, E>(
         self: Arc<Self>,
         head: Vec<u8>,
         items: Vec<Arc<Entry>>,
         tail: Vec<u8>,
         all: Items,
-    ) -> Result<Finished, FinishError> {
+        whole: impl FnOnce() -> Result<R, E> + Send + 'static,
+    ) -> Result<Result<Finished, E>, FinishError>
+    where
+        R: Send + 'static,
+        E: Send + 'static,
+    {
         let work = move || {
             let bytes = match self.stitch(&head, &items, &tail, &all) {
                 Some(z) => z,
-                None => super::compress::gzip(&json::join(&head, &items, &tail)),
+                None => {
+                    let _room = whole()?;
+                    super::compress::gzip(&json::join(&head, &items, &tail))
+                }
             };
-            Finished {
+            Ok(Finished {
                 bytes,
                 gzipped: true,
-            }
+            })
         };
         tokio::task::spawn_blocking(work).await.map_err(FinishError)
     }
