@@ -56,7 +56,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             let page = read_page(&snap.items, &all(0));
             let meta = ListMeta::of_page(snap.rv, &page);
-            black_box(json::list(&pods.codec, &meta, &page.items))
+            black_box(json::list(&pods.codec, &meta, &page.items).unwrap())
         })
     });
     g.finish();
@@ -144,12 +144,12 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
-    let body = json::list(&pods.codec, &ListMeta::of_page(snap.rv, &page), &page.items);
+    let body = json::list(&pods.codec, &ListMeta::of_page(snap.rv, &page), &page.items).unwrap();
     let mut g = c.benchmark_group("gzip");
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.sample_size(10);
     for level in [1, 2, 4] {
-        let z = compress::gzip_at(&body, flate2::Compression::new(level));
+        let z = compress::gzip_at(&body, flate2::Compression::new(level)).unwrap();
         eprintln!(
             "gzip level {level}: {} of {} bytes ({:.1}%)",
             z.len(),
@@ -157,7 +157,7 @@ fn benches(c: &mut Criterion) {
             100.0 * z.len() as f64 / body.len() as f64
         );
         g.bench_function(format!("10k-pod list, level {level}"), |b| {
-            b.iter(|| black_box(compress::gzip_at(&body, flate2::Compression::new(level))))
+            b.iter(|| black_box(compress::gzip_at(&body, flate2::Compression::new(level)).unwrap()))
         });
     }
     g.finish();
@@ -181,7 +181,10 @@ fn benches(c: &mut Criterion) {
     let pieces = Arc::new(Pieces::new(Arc::new(Budget::default())));
     // The first stitch finds none and has them made in the background.
     let z = loop {
-        match pieces.stitch(&head, &page.items, &tail, &snap.items) {
+        match pieces
+            .stitch(&head, &page.items, &tail, &snap.items)
+            .unwrap()
+        {
             Some(z) => break z,
             None => std::thread::sleep(std::time::Duration::from_millis(50)),
         }
@@ -200,7 +203,13 @@ fn benches(c: &mut Criterion) {
         |b| b.iter(|| black_box((0..items.len()).map(|i| piece(i, true)).collect::<Vec<_>>())),
     );
     g.bench_function("stitch the 10k-pod list from kept pieces", |b| {
-        b.iter(|| black_box(pieces.stitch(&head, &page.items, &tail, &snap.items)))
+        b.iter(|| {
+            black_box(
+                pieces
+                    .stitch(&head, &page.items, &tail, &snap.items)
+                    .unwrap(),
+            )
+        })
     });
     g.finish();
     let mut g = c.benchmark_group("gzip stitched");
@@ -213,7 +222,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.sample_size(10);
     g.bench_function("indent the 10k-pod list as json-iterator does", |b| {
-        b.iter(|| black_box(pretty::indent(&body, false)))
+        b.iter(|| black_box(pretty::indent(&body, false).unwrap()))
     });
     g.finish();
 
@@ -231,7 +240,7 @@ fn benches(c: &mut Criterion) {
     let spec = TableSpec::new(MetaVersion::V1, Include::Metadata, printer.clone());
     let meta = ListMeta::of_page(snap.rv, &page);
     g.bench_function("10k-pod Table list from cached rows", |b| {
-        b.iter(|| black_box(spec.list(&pods.codec, &meta, &page.items)))
+        b.iter(|| black_box(spec.list(&pods.codec, &meta, &page.items).unwrap()))
     });
     g.finish();
 

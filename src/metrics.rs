@@ -92,6 +92,12 @@ pub fn bytes_in_flight(used: usize, limit: usize) {
     gauge!("kubecache_bytes_in_flight_limit").set(limit as f64);
 }
 
+/// A response body the allocator refused memory for: its request was
+/// answered 429 instead (src/encode/recycle.rs).
+pub fn body_without_memory() {
+    counter!("kubecache_body_allocation_failures_total").increment(1);
+}
+
 /// A body made in a buffer another body handed back.
 pub fn body_buffer_reused() {
     counter!("kubecache_body_buffers_reused_total").increment(1);

@@ -400,7 +400,7 @@ proptest! {
     ) {
         use kubecache::encode::pretty::indent;
         let compact = serde_json::to_vec(&obj).unwrap();
-        let pretty = indent(&compact, raw_data);
+        let pretty = indent(&compact, raw_data).unwrap();
         // Against the compact form re-read, as serde_json's float parsing
         // is not exact.
         let back: serde_json::Value = serde_json::from_slice(&pretty).unwrap();

@@ -232,7 +232,8 @@ async fn every_fixtures_json_transcodes_to_the_apiservers_protobuf() {
                     list_kind,
                     &meta,
                     ours.iter().map(Vec::as_slice),
-                );
+                )
+                .unwrap();
                 if whole[..] != proto[..] {
                     failures.push(format!("{path}: the whole list differs"));
                 }

@@ -6,58 +6,13 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod running;
 
 use common::*;
 use http_body_util::BodyExt;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use running::start;
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// A child process serving, killed when dropped.
-struct Running {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs `kubecache ARGS`, waiting for the log line that says it serves.
-fn start(args: &[&str], serving: &'static str) -> Running {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubecache"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("KUBECACHE_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubecache starts");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("{line}");
-            if !sent && line.contains(serving) {
-                let addr = line
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix("listen="))
-                    .map(str::to_string);
-                sent = tx.send(addr).is_ok();
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("it serves")
-        .expect("its log names where");
-    Running { child, addr }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_sigterm_it_accepts_for_the_delay_then_ends_watches_and_exits_before_the_drain_deadline(

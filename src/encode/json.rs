@@ -4,8 +4,8 @@
 
 use super::codec::{Entry, ListStyle, TypeCodec};
 use super::list_meta::ListMeta;
-use super::recycle;
-use bytes::{BufMut, Bytes, BytesMut};
+use super::recycle::{self, NoMemory};
+use bytes::{BufMut, Bytes};
 use serde_json::value::RawValue;
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ fn json_str(s: &str) -> String {
 }
 
 /// A whole list body, items spliced from their cached bytes.
-pub fn list(codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
+pub fn list(codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Result<Bytes, NoMemory> {
     let (head, tail) = list_ends(codec, meta);
     join(&head, items, &tail)
 }
@@ -26,9 +26,10 @@ pub fn joined_len(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> usize {
     head.len() + items.iter().map(|e| e.item.len()).sum::<usize>() + commas + tail.len()
 }
 
-/// `head`, the items comma-separated, `tail`.
-pub fn join(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> Bytes {
-    let mut b = recycle::buffer(joined_len(head, items, tail));
+/// `head`, the items comma-separated, `tail`, in a buffer of exactly
+/// that length.
+pub fn join(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> Result<Bytes, NoMemory> {
+    let mut b = recycle::buffer(joined_len(head, items, tail))?;
     b.put_slice(head);
     for (i, e) in items.iter().enumerate() {
         if i > 0 {
@@ -37,7 +38,7 @@ pub fn join(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> Bytes {
         b.put_slice(&e.item);
     }
     b.put_slice(tail);
-    recycle::freeze(b)
+    Ok(recycle::freeze(b))
 }
 
 /// What a list body has before its first item and after its last: the
@@ -72,21 +73,21 @@ pub fn list_ends(codec: &TypeCodec, meta: &ListMeta) -> (Vec<u8>, Vec<u8>) {
 /// A single object body, as a get returns it.
 pub fn object(codec: &TypeCodec, entry: &Entry) -> Bytes {
     let obj = codec.object_bytes(entry);
-    let mut b = BytesMut::with_capacity(obj.len() + 1);
+    let mut b = Vec::with_capacity(obj.len() + 1);
     b.put_slice(&obj);
     b.put_u8(b'\n');
-    b.freeze()
+    Bytes::from(b)
 }
 
 /// One watch event line: `{"type":"ADDED","object":{…}}` and a newline.
 pub fn watch_event(kind: &str, object: &[u8]) -> Bytes {
-    let mut b = BytesMut::with_capacity(object.len() + 32);
+    let mut b = Vec::with_capacity(object.len() + 32);
     b.put_slice(b"{\"type\":\"");
     b.put_slice(kind.as_bytes());
     b.put_slice(b"\",\"object\":");
     b.put_slice(object);
     b.put_slice(b"}\n");
-    b.freeze()
+    Bytes::from(b)
 }
 
 /// A JSON object's members in order, each value's bytes untouched.
@@ -116,7 +117,7 @@ impl<'de> serde::Deserialize<'de> for Members {
 }
 
 impl Members {
-    fn write(&self, b: &mut BytesMut) {
+    fn write(&self, b: &mut Vec<u8>) {
         b.put_u8(b'{');
         for (i, (k, v)) in self.0.iter().enumerate() {
             if i > 0 {
@@ -140,12 +141,12 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Option<Bytes> {
     let mut meta: Members = serde_json::from_str(meta_raw.get()).ok()?;
     let (_, rv_raw) = meta.0.iter_mut().find(|(k, _)| k == "resourceVersion")?;
     *rv_raw = RawValue::from_string(format!("\"{rv}\"")).ok()?;
-    let mut m = BytesMut::with_capacity(meta_raw.get().len() + 8);
+    let mut m = Vec::with_capacity(meta_raw.get().len() + 8);
     meta.write(&mut m);
-    *meta_raw = RawValue::from_string(String::from_utf8(m.to_vec()).ok()?).ok()?;
-    let mut b = BytesMut::with_capacity(object.len() + 8);
+    *meta_raw = RawValue::from_string(String::from_utf8(m).ok()?).ok()?;
+    let mut b = Vec::with_capacity(object.len() + 8);
     top.write(&mut b);
-    Some(b.freeze())
+    Some(Bytes::from(b))
 }
 
 #[cfg(test)]
@@ -156,7 +157,7 @@ mod tests {
     fn a_joined_body_is_as_long_as_said_whatever_the_item_count() {
         let e = |k: &str| Arc::new(Entry::for_test(k, 1));
         for items in [vec![], vec![e("a")], vec![e("a"), e("bb"), e("c")]] {
-            let body = join(b"{[", &items, b"]}");
+            let body = join(b"{[", &items, b"]}").unwrap();
             assert_eq!(body.len(), joined_len(b"{[", &items, b"]}"));
         }
     }
@@ -176,7 +177,7 @@ mod tests {
             remaining_item_count: Some(3),
         };
         assert_eq!(
-            std::str::from_utf8(&list(&c, &meta, &[e])).unwrap(),
+            std::str::from_utf8(&list(&c, &meta, &[e]).unwrap()).unwrap(),
             "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"73\",\"continue\":\"tok\",\"remainingItemCount\":3},\"items\":[{\"metadata\":{\"name\":\"default\",\"resourceVersion\":\"71\"}}]}\n"
         );
         let empty = list(
@@ -186,7 +187,8 @@ mod tests {
                 ..Default::default()
             },
             &[],
-        );
+        )
+        .unwrap();
         assert_eq!(
             std::str::from_utf8(&empty).unwrap(),
             "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[]}\n"
@@ -214,7 +216,7 @@ mod tests {
             remaining_item_count: Some(1),
         };
         assert_eq!(
-            std::str::from_utf8(&list(&c, &meta, &[])).unwrap(),
+            std::str::from_utf8(&list(&c, &meta, &[]).unwrap()).unwrap(),
             "{\"apiVersion\":\"x.io/v1\",\"items\":[],\"kind\":\"WidgetList\",\"metadata\":{\"continue\":\"t\",\"remainingItemCount\":1,\"resourceVersion\":\"9\"}}\n"
         );
         let last_page = ListMeta {
@@ -222,7 +224,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            std::str::from_utf8(&list(&c, &last_page, &[])).unwrap(),
+            std::str::from_utf8(&list(&c, &last_page, &[]).unwrap()).unwrap(),
             "{\"apiVersion\":\"x.io/v1\",\"items\":[],\"kind\":\"WidgetList\",\"metadata\":{\"continue\":\"\",\"resourceVersion\":\"9\"}}\n"
         );
     }

@@ -27,4 +27,4 @@ pub mod repr;
 pub mod style;
 pub mod table;
 
-pub use repr::{Repr, Unencodable};
+pub use repr::{ListError, Repr, Unencodable};

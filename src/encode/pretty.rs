@@ -22,7 +22,8 @@
 //! are not re-indented at all: the unstructured encoder ignores `pretty`
 //! apart from dropping the trailing newline ([`Layout::Unindented`]).
 
-use bytes::{BufMut, Bytes, BytesMut};
+use super::recycle::{self, NoMemory};
+use bytes::{BufMut, Bytes};
 
 /// How a body is laid out for a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -39,12 +40,12 @@ pub enum Layout {
 
 impl Layout {
     /// The body laid out; compact bodies are returned as they are.
-    pub fn apply(self, body: Bytes) -> Bytes {
+    pub fn apply(self, body: Bytes) -> Result<Bytes, NoMemory> {
         match self {
-            Layout::Compact => body,
+            Layout::Compact => Ok(body),
             Layout::Unindented => {
                 let end = body.len() - usize::from(body.ends_with(b"\n"));
-                body.slice(..end)
+                Ok(body.slice(..end))
             }
             Layout::Indented { raw_data } => indent(&body, raw_data),
         }
@@ -130,36 +131,65 @@ impl Ctx {
 /// cache's own parser stops far earlier).
 const MAX_DEPTH: usize = 512;
 
+/// What may be written between two checks for room: punctuation, `": "`.
+const SLACK: usize = 64;
+
 struct Indenter<'a> {
     src: &'a [u8],
     pos: usize,
-    out: BytesMut,
+    out: Vec<u8>,
     indent: usize,
     raw_data: bool,
+    /// Growing `out` failed: nothing more is read, and what is still
+    /// written (the open containers' closing bytes) goes to waste.
+    failed: Option<NoMemory>,
 }
 
 /// `body` (compact JSON, as the cache and kubecache's encoders write it)
 /// laid out as the apiserver's pretty serializer writes it. Whatever does
 /// not parse is copied as it is.
-pub fn indent(body: &[u8], raw_data: bool) -> Bytes {
+pub fn indent(body: &[u8], raw_data: bool) -> Result<Bytes, NoMemory> {
     let mut i = Indenter {
         src: body,
         pos: 0,
-        out: super::recycle::buffer(body.len() + body.len() / 2),
+        out: recycle::buffer(body.len() + body.len() / 2)?,
         indent: 0,
         raw_data,
+        failed: None,
     };
     i.value(Ctx::Root, 0);
     i.skip_ws();
     // Nothing else follows a document; keep whatever does, unchanged.
     let rest = &i.src[i.pos..];
-    if !rest.is_empty() {
-        i.out.extend_from_slice(rest);
+    if !rest.is_empty() && i.room(rest.len()) {
+        i.out.extend_from_slice(&i.src[i.pos..]);
     }
-    super::recycle::freeze(i.out)
+    match i.failed {
+        Some(e) => Err(e),
+        None => Ok(recycle::freeze(i.out)),
+    }
 }
 
 impl Indenter<'_> {
+    /// Room for `n` bytes and the punctuation after them, had fallibly. On
+    /// failure the input is given up and the output emptied: the closing
+    /// bytes still written (one per open container, fewer than the input
+    /// has bytes) fit in what it held.
+    fn room(&mut self, n: usize) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        match recycle::room(&mut self.out, n + SLACK) {
+            Ok(()) => true,
+            Err(e) => {
+                self.failed = Some(e);
+                self.pos = self.src.len();
+                self.out.clear();
+                false
+            }
+        }
+    }
+
     fn peek(&self) -> Option<u8> {
         self.src.get(self.pos).copied()
     }
@@ -171,6 +201,9 @@ impl Indenter<'_> {
     }
 
     fn newline(&mut self, spaces: usize) {
+        if !self.room(spaces + 1) {
+            return;
+        }
         self.out.put_u8(b'\n');
         self.out.resize(self.out.len() + spaces, b' ');
     }
@@ -298,7 +331,9 @@ impl Indenter<'_> {
             }
         }
         self.pos = i.min(self.src.len());
-        self.out.extend_from_slice(&self.src[start..self.pos]);
+        if self.room(self.pos - start) {
+            self.out.extend_from_slice(&self.src[start..self.pos]);
+        }
     }
 
     /// A number or literal. A float's exponent gets the two digits
@@ -313,6 +348,9 @@ impl Indenter<'_> {
         }
         if self.pos == start {
             // A stray byte: let the caller stop on it.
+            return;
+        }
+        if !self.room(self.pos - start + 1) {
             return;
         }
         let token = &self.src[start..self.pos];
@@ -352,14 +390,17 @@ impl Indenter<'_> {
             i += 1;
         }
         self.pos = i.min(self.src.len());
-        self.out.extend_from_slice(&self.src[start..self.pos]);
+        if self.room(self.pos - start) {
+            self.out.extend_from_slice(&self.src[start..self.pos]);
+        }
     }
 
     /// Not JSON after all: the rest goes out as it came, and the open
     /// containers are left as they are (the caller unwinds).
     fn bail(&mut self) {
-        let rest = &self.src[self.pos..];
-        self.out.extend_from_slice(rest);
+        if self.room(self.src.len() - self.pos) {
+            self.out.extend_from_slice(&self.src[self.pos..]);
+        }
         self.pos = self.src.len();
         self.indent = self.indent.saturating_sub(2);
     }
@@ -370,7 +411,7 @@ mod tests {
     use super::*;
 
     fn pretty(s: &str) -> String {
-        String::from_utf8(indent(s.as_bytes(), false).to_vec()).unwrap()
+        String::from_utf8(indent(s.as_bytes(), false).unwrap().to_vec()).unwrap()
     }
 
     #[test]
@@ -448,7 +489,7 @@ mod tests {
     fn a_controller_revisions_data_is_raw_only_when_asked() {
         let body = b"{\"data\":{\"spec\":{}}}";
         assert_eq!(
-            String::from_utf8(indent(body, true).to_vec()).unwrap(),
+            String::from_utf8(indent(body, true).unwrap().to_vec()).unwrap(),
             "{\n  \"data\": {\"spec\":{}}\n}"
         );
         assert_eq!(
@@ -468,10 +509,13 @@ mod tests {
     #[test]
     fn unindented_drops_only_the_trailing_newline() {
         let b = bytes::Bytes::from_static(b"{\"a\":1}\n");
-        assert_eq!(&Layout::Unindented.apply(b)[..], b"{\"a\":1}");
+        assert_eq!(&Layout::Unindented.apply(b).unwrap()[..], b"{\"a\":1}");
         let b = bytes::Bytes::from_static(b"{\"a\":1}");
-        assert_eq!(&Layout::Unindented.apply(b)[..], b"{\"a\":1}");
-        assert_eq!(&Layout::Unindented.apply(bytes::Bytes::new())[..], b"");
+        assert_eq!(&Layout::Unindented.apply(b).unwrap()[..], b"{\"a\":1}");
+        assert_eq!(
+            &Layout::Unindented.apply(bytes::Bytes::new()).unwrap()[..],
+            b""
+        );
     }
 
     #[test]
@@ -497,7 +541,7 @@ mod tests {
             "[,]",
             "{\"\":\"\"}x",
         ] {
-            let out = indent(s.as_bytes(), true);
+            let out = indent(s.as_bytes(), true).unwrap();
             let squeezed: Vec<u8> = out
                 .iter()
                 .copied()
@@ -510,6 +554,7 @@ mod tests {
         let deep = "[".repeat(2000) + &"]".repeat(2000);
         assert_eq!(
             indent(deep.as_bytes(), false)
+                .unwrap()
                 .iter()
                 .filter(|c| !c.is_ascii_whitespace())
                 .count(),

@@ -12,9 +12,14 @@
 //! keeps well itself. Idle ones take at most [`IDLE_LIMIT`] together and are
 //! freed after [`IDLE_FOR`] unused, so a burst of big lists does not hold
 //! memory for good.
+//!
+//! Every buffer is had, and grown ([`room`]), fallibly: a body the
+//! allocator cannot give memory for fails its own request ([`NoMemory`])
+//! rather than aborting the process and every client with it, as an
+//! infallible allocation of 234 MB did for a gzip list.
 
 use crate::metrics;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -26,8 +31,15 @@ pub const IDLE_LIMIT: usize = 128 << 20;
 /// How long a buffer waits for a body before it is freed.
 pub const IDLE_FOR: Duration = Duration::from_secs(60);
 
+/// The allocator refused the memory a body needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no memory to be had for a body of {bytes} bytes")]
+pub struct NoMemory {
+    pub bytes: usize,
+}
+
 struct Idle {
-    buf: BytesMut,
+    buf: Vec<u8>,
     since: Instant,
 }
 
@@ -54,7 +66,7 @@ fn pool() -> MutexGuard<'static, Pool> {
 }
 
 impl Pool {
-    fn remove(&mut self, i: usize) -> BytesMut {
+    fn remove(&mut self, i: usize) -> Vec<u8> {
         let Idle { buf, .. } = self.idle.remove(i);
         self.bytes -= buf.capacity();
         buf
@@ -79,9 +91,9 @@ impl Pool {
 /// if there is one. One over twice the size is not taken: what it holds
 /// beyond the body would be resident memory the kept bodies' budget does
 /// not see.
-pub fn buffer(len: usize) -> BytesMut {
+pub fn buffer(len: usize) -> Result<Vec<u8>, NoMemory> {
     if len < MIN {
-        return BytesMut::with_capacity(len);
+        return exactly(len);
     }
     let mut p = pool();
     p.expire(Instant::now());
@@ -97,23 +109,48 @@ pub fn buffer(len: usize) -> BytesMut {
         p.report();
         REUSED.fetch_add(1, Ordering::Relaxed);
         metrics::body_buffer_reused();
-        return buf;
+        return Ok(buf);
     }
     drop(p);
     // Room for the next version of the same body, a few objects grown.
-    BytesMut::with_capacity(len + len / 16)
+    exactly(len.saturating_add(len / 16))
+}
+
+fn exactly(len: usize) -> Result<Vec<u8>, NoMemory> {
+    let mut b = Vec::new();
+    b.try_reserve_exact(len).map_err(|_| refused(len))?;
+    Ok(b)
+}
+
+fn refused(bytes: usize) -> NoMemory {
+    metrics::body_without_memory();
+    tracing::warn!(
+        bytes,
+        "the allocator refused memory for a response body: its request is answered 429"
+    );
+    NoMemory { bytes }
+}
+
+/// Room in `buf` for `more` bytes, had fallibly: a body's writer asks
+/// before each piece it writes (an object, a row, a line), so that no
+/// growth of a big body's buffer can abort the process. Growing doubles,
+/// as `Vec` does; with room already there it is a comparison.
+#[inline]
+pub fn room(buf: &mut Vec<u8>, more: usize) -> Result<(), NoMemory> {
+    buf.try_reserve(more)
+        .map_err(|_| refused(buf.len().saturating_add(more)))
 }
 
 /// The finished body. A big one's buffer comes back to the pool when the
 /// last clone of the `Bytes` is dropped.
-pub fn freeze(buf: BytesMut) -> Bytes {
+pub fn freeze(buf: Vec<u8>) -> Bytes {
     if buf.capacity() < MIN {
-        return buf.freeze();
+        return Bytes::from(buf);
     }
     Bytes::from_owner(Recycled(buf))
 }
 
-struct Recycled(BytesMut);
+struct Recycled(Vec<u8>);
 
 impl AsRef<[u8]> for Recycled {
     fn as_ref(&self) -> &[u8] {
@@ -127,7 +164,7 @@ impl Drop for Recycled {
     }
 }
 
-fn give_back(mut buf: BytesMut) {
+fn give_back(mut buf: Vec<u8>) {
     buf.clear();
     let cap = buf.capacity();
     if !(MIN..=IDLE_LIMIT).contains(&cap) {
@@ -215,7 +252,7 @@ mod tests {
     fn a_big_body_buffer_comes_back_when_its_last_clone_is_dropped() {
         let _turn = serial();
         let len = MIN + 12_345;
-        let mut b = buffer(len);
+        let mut b = buffer(len).unwrap();
         let cap = b.capacity();
         assert!(cap >= len);
         b.put_slice(&vec![7u8; len]);
@@ -227,7 +264,7 @@ mod tests {
         drop(clone);
         assert_eq!(pooled(cap), 1);
 
-        let again = buffer(len);
+        let again = buffer(len).unwrap();
         assert_eq!(again.capacity(), cap, "the same buffer again");
         assert!(again.is_empty(), "and empty");
         assert_eq!(pooled(cap), 0);
@@ -236,17 +273,17 @@ mod tests {
     #[test]
     fn small_bodies_and_much_bigger_buffers_are_not_pooled_together() {
         let _turn = serial();
-        let small = freeze(buffer(1024));
+        let small = freeze(buffer(1024).unwrap());
         drop(small);
         assert!(pool().idle.iter().all(|b| b.buf.capacity() >= MIN));
 
         let big = MIN * 5 + 777;
-        let mut b = buffer(big);
+        let mut b = buffer(big).unwrap();
         let cap = b.capacity();
         b.put_u8(1);
         drop(freeze(b));
         assert_eq!(pooled(cap), 1);
-        let other = buffer(MIN + 1);
+        let other = buffer(MIN + 1).unwrap();
         assert_ne!(other.capacity(), cap, "over twice the size is not taken");
         assert_eq!(pooled(cap), 1);
     }
@@ -255,8 +292,35 @@ mod tests {
     fn idle_buffers_never_take_more_than_the_limit() {
         let _turn = serial();
         let len = IDLE_LIMIT / 3;
-        let bodies: Vec<Bytes> = (0..5).map(|_| freeze(buffer(len))).collect();
+        let bodies: Vec<Bytes> = (0..5).map(|_| freeze(buffer(len).unwrap())).collect();
         drop(bodies);
         assert!(pool().bytes <= IDLE_LIMIT);
+    }
+
+    #[test]
+    fn a_buffer_the_allocator_cannot_give_is_an_error_not_an_abort() {
+        let _turn = serial();
+        // More than any address space: refused before the allocator is
+        // even asked, through the same fallible path as a refusal of its.
+        let huge = usize::MAX / 2;
+        assert_eq!(
+            buffer(huge).unwrap_err(),
+            NoMemory {
+                bytes: huge + huge / 16
+            }
+        );
+        assert_eq!(buffer(MIN - 1).map(|b| b.capacity() >= MIN - 1), Ok(true));
+    }
+
+    #[test]
+    fn growing_a_buffer_past_what_can_be_had_is_an_error_and_keeps_what_it_holds() {
+        let mut b = b"kept".to_vec();
+        assert_eq!(
+            room(&mut b, usize::MAX / 2).unwrap_err().bytes,
+            usize::MAX / 2 + 4
+        );
+        assert_eq!(b, b"kept");
+        room(&mut b, 1000).unwrap();
+        assert!(b.capacity() >= 1004);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::codec::{Entry, TypeCodec};
 use super::list_meta::ListMeta;
+use super::recycle::NoMemory;
 use super::table::TableSpec;
 use super::{bookmark, json, meta, protobuf};
 use crate::request::accept::MetaVersion;
@@ -30,6 +31,22 @@ pub enum Repr {
 #[derive(Debug, thiserror::Error)]
 #[error("the object has no protobuf encoding in v1.20's schema")]
 pub struct Unencodable;
+
+/// Why a list's body could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    #[error(transparent)]
+    Unencodable(#[from] Unencodable),
+    /// The allocator refused the memory for it.
+    #[error(transparent)]
+    NoMemory(#[from] NoMemory),
+}
+
+impl From<protobuf::TranscodeError> for ListError {
+    fn from(e: protobuf::TranscodeError) -> Self {
+        ListError::Unencodable(e.into())
+    }
+}
 
 impl From<protobuf::TranscodeError> for Unencodable {
     fn from(_: protobuf::TranscodeError) -> Self {
@@ -77,18 +94,18 @@ impl Repr {
         codec: &TypeCodec,
         m: &ListMeta,
         items: &[Arc<Entry>],
-    ) -> Result<Bytes, Unencodable> {
+    ) -> Result<Bytes, ListError> {
         Ok(match self {
-            Repr::Json => json::list(codec, m, items),
-            Repr::Metadata(v) => meta::partial_list(*v, m, items),
-            Repr::Table(t) => t.list(codec, m, items),
+            Repr::Json => json::list(codec, m, items)?,
+            Repr::Metadata(v) => meta::partial_list(*v, m, items)?,
+            Repr::Table(t) => t.list(codec, m, items)?,
             Repr::Protobuf(None) => {
                 let messages = items
                     .iter()
                     .map(|e| codec.protobuf_message(e).ok_or(Unencodable))
                     .collect::<Result<Vec<&[u8]>, _>>()?;
                 let (v, kind) = (&codec.api_version, &codec.list_kind);
-                protobuf::list(v, kind, m, messages.iter().copied())
+                protobuf::list(v, kind, m, messages.iter().copied())?
             }
             Repr::Protobuf(Some(v)) => {
                 let messages = items
@@ -96,7 +113,7 @@ impl Repr {
                     .map(|e| protobuf::partial_message(e.meta()))
                     .collect::<Result<Vec<_>, _>>()?;
                 let kind = "PartialObjectMetadataList";
-                protobuf::list(v.api_version(), kind, m, messages.iter().map(Vec::as_slice))
+                protobuf::list(v.api_version(), kind, m, messages.iter().map(Vec::as_slice))?
             }
         })
     }

@@ -7,10 +7,10 @@ use super::codec::{Entry, ListStyle, TypeCodec};
 use super::list_meta::ListMeta;
 use super::meta::put_partial;
 use super::print::{Printer, Row};
-use super::recycle;
+use super::recycle::{self, NoMemory};
 use crate::go::time::{self, Nanos};
 use crate::request::accept::MetaVersion;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -52,6 +52,10 @@ impl std::ops::Deref for RowRef<'_> {
         }
     }
 }
+
+/// A row's bytes besides its cells and object: `{"cells":[…],"object":}`
+/// and a comma, with room to spare; also the first guess at its cells.
+const ROW: usize = 200;
 
 /// A Table request: its version, what rows carry, and the printer.
 pub struct TableSpec {
@@ -127,7 +131,7 @@ impl TableSpec {
         }
     }
 
-    fn put_head(&self, b: &mut BytesMut, meta: &str, headers: bool) {
+    fn put_head(&self, b: &mut Vec<u8>, meta: &str, headers: bool) {
         b.put_slice(b"{\"kind\":\"Table\",\"apiVersion\":\"");
         b.put_slice(self.version.api_version().as_bytes());
         b.put_slice(b"\",\"metadata\":");
@@ -143,7 +147,7 @@ impl TableSpec {
 
     /// One row: its cells, then its object written by `object` unless
     /// `includeObject=None`.
-    fn put_row(&self, b: &mut BytesMut, row: &Row, object: impl FnOnce(&mut BytesMut), now: Nanos) {
+    fn put_row(&self, b: &mut Vec<u8>, row: &Row, object: impl FnOnce(&mut Vec<u8>), now: Nanos) {
         b.put_u8(b'{');
         row.put(b, now);
         b.put_slice(b",\"object\":");
@@ -155,7 +159,7 @@ impl TableSpec {
     }
 
     /// An entry as its row carries it: the object, or its metadata.
-    fn put_row_object(&self, b: &mut BytesMut, codec: &TypeCodec, e: &Entry) {
+    fn put_row_object(&self, b: &mut Vec<u8>, codec: &TypeCodec, e: &Entry) {
         match self.include {
             Include::Object => codec.put_object(b, e),
             _ => put_partial(b, self.version, e.meta()),
@@ -163,31 +167,40 @@ impl TableSpec {
     }
 
     /// A list as a Table.
-    pub fn list(&self, codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Bytes {
+    pub fn list(
+        &self,
+        codec: &TypeCodec,
+        meta: &ListMeta,
+        items: &[Arc<Entry>],
+    ) -> Result<Bytes, NoMemory> {
         let now = time::now();
         let object = |e: &Entry| match self.include {
             Include::None => 4,
             Include::Metadata => e.meta().len() + 80,
             Include::Object => e.item.len() + 64,
         };
-        let size: usize = items.iter().map(|e| object(e) + 200).sum();
-        let mut b = recycle::buffer(size + 4096);
+        // A row's cells are not known before it is printed: a guess.
+        let size: usize = items.iter().map(|e| object(e) + ROW).sum();
+        let mut b = recycle::buffer(size + 4096)?;
         self.put_head(&mut b, &meta.to_json(ListStyle::Typed), true);
         if items.is_empty() && self.printer.null_when_empty() {
             b.put_slice(b"null}\n");
-            return recycle::freeze(b);
+            return Ok(recycle::freeze(b));
         }
         b.put_u8(b'[');
         let ordered = self.ordered(items);
         for (i, e) in ordered.iter().enumerate() {
+            let row = self.row(e);
+            // Growing past the first guess is fallible too.
+            recycle::room(&mut b, object(e) + row.max_len() + ROW)?;
             if i > 0 {
                 b.put_u8(b',');
             }
-            let row = self.row(e);
             self.put_row(&mut b, &row, |b| self.put_row_object(b, codec, e), now);
         }
+        recycle::room(&mut b, 4)?;
         b.put_slice(b"]}\n");
-        recycle::freeze(b)
+        Ok(recycle::freeze(b))
     }
 
     /// A page's entries in the order the printer's list function prints
@@ -221,7 +234,7 @@ impl TableSpec {
         let obj = super::bookmark::object(codec, rv, initial_events_end);
         let row = self.printer.zero_row(&obj);
         let meta = format!("{{\"resourceVersion\":\"{rv}\"}}");
-        let object = |b: &mut BytesMut| match self.include {
+        let object = |b: &mut Vec<u8>| match self.include {
             Include::Object => b.put_slice(&obj),
             _ => {
                 let m = super::bookmark::object_meta(rv, initial_events_end);
@@ -235,7 +248,7 @@ impl TableSpec {
         &self,
         meta: &str,
         row: &Row,
-        object: impl FnOnce(&mut BytesMut),
+        object: impl FnOnce(&mut Vec<u8>),
         watch: bool,
     ) -> Bytes {
         let headers = !watch
@@ -243,12 +256,12 @@ impl TableSpec {
             || !self
                 .headers_sent
                 .swap(true, std::sync::atomic::Ordering::Relaxed);
-        let mut b = BytesMut::with_capacity(4096);
+        let mut b = Vec::with_capacity(4096);
         self.put_head(&mut b, meta, headers);
         b.put_u8(b'[');
         self.put_row(&mut b, row, object, time::now());
         b.put_slice(b"]}");
-        b.freeze()
+        Bytes::from(b)
     }
 }
 

@@ -8,6 +8,7 @@ use super::read::ReadError;
 use super::watch::WatchError;
 use crate::access::impersonate::ImpersonateError;
 use crate::cache::bodies::FinishError;
+use crate::encode::recycle::NoMemory;
 use crate::request::options::OptionsError;
 use crate::selector::SelectorError;
 use crate::status::{Cause, Status};
@@ -63,7 +64,29 @@ impl From<&SelectorError> for Status {
 
 impl From<&FinishError> for Status {
     fn from(e: &FinishError) -> Status {
-        Status::internal(format!("finishing the response: {}", e.0))
+        match e {
+            FinishError::Task(t) => Status::internal(format!("finishing the response: {t}")),
+            FinishError::NoMemory(m) => m.into(),
+        }
+    }
+}
+
+/// A body the allocator refused memory for: overload, answered as the
+/// apiserver answers overload (429, `Retry-After: 1`), saying why.
+impl From<&NoMemory> for Status {
+    fn from(e: &NoMemory) -> Status {
+        let mut s = Status::new(
+            429,
+            "TooManyRequests",
+            format!("kubecache could not get the memory for this response ({e}); please try again later"),
+        );
+        // As the apiserver's NewTooManyRequestsError says it.
+        s.details = Some(Box::new(crate::status::Details {
+            retry_after_seconds: Some(1),
+            ..Default::default()
+        }));
+        s.retry_after = Some(1);
+        s
     }
 }
 
@@ -83,6 +106,7 @@ impl From<&ReadError> for Status {
             // Never answered: the router forwards these.
             ReadError::Fallback(_) => Status::internal(e.to_string()),
             ReadError::Busy(l) => l.into(),
+            ReadError::NoMemory(m) => m.into(),
         }
     }
 }

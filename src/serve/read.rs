@@ -12,7 +12,8 @@ use crate::encode::codec::{Entry, Snapshot, TypeCodec};
 use crate::encode::json;
 use crate::encode::list_meta::ListMeta;
 use crate::encode::pretty::Layout;
-use crate::encode::{Repr, Unencodable};
+use crate::encode::recycle::NoMemory;
+use crate::encode::{ListError, Repr, Unencodable};
 use crate::request::{ContinueToken, ReadMode};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
@@ -109,6 +110,18 @@ pub enum ReadError {
     /// Answers in flight already hold what building this one would take.
     #[error("no room to build the answer")]
     Busy(#[from] LimitError),
+    /// The allocator refused the memory for the answer's body.
+    #[error("building the answer")]
+    NoMemory(#[source] NoMemory),
+}
+
+impl From<ListError> for ReadError {
+    fn from(e: ListError) -> Self {
+        match e {
+            ListError::Unencodable(u) => ReadError::Encode(u),
+            ListError::NoMemory(m) => ReadError::NoMemory(m),
+        }
+    }
 }
 
 /// A state at least as new as `rv`, waiting for it as the cacher waits.

@@ -90,7 +90,12 @@ pub fn negotiated_error(
             r
         }
         Some(n) if pretty.is_some_and(|p| p || n.pretty) => {
-            let body = Layout::Indented { raw_data: false }.apply(s.to_bytes());
+            let compact = s.to_bytes();
+            // A Status is a few hundred bytes: were even that refused, the
+            // compact form still says it.
+            let body = Layout::Indented { raw_data: false }
+                .apply(compact.clone())
+                .unwrap_or(compact);
             status_body_response(s, body)
         }
         Some(_) => status_response(s),

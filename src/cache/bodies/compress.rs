@@ -3,6 +3,7 @@
 //! over 128 KiB; never for watches. And gzip bodies stitched from pieces
 //! compressed apart.
 
+use crate::encode::recycle::{self, NoMemory};
 use bytes::Bytes;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -17,16 +18,41 @@ pub const THRESHOLD: usize = 128 * 1024;
 /// level 2 is zlib's classic fastest deflate, which the apiserver's level 1
 /// resembles (v1.20 uses 4; current apiservers 1). Kept list bodies are
 /// compressed once per version, so the ratio is what counts.
-pub fn gzip(body: &[u8]) -> Bytes {
+pub fn gzip(body: &[u8]) -> Result<Bytes, NoMemory> {
     gzip_at(body, Compression::new(2))
 }
 
-/// The body gzipped at `level`.
-pub fn gzip_at(body: &[u8], level: Compression) -> Bytes {
-    let mut enc = GzEncoder::new(Vec::with_capacity(body.len() / 8), level);
-    // Writing to a Vec cannot fail.
-    let _ = enc.write_all(body);
-    Bytes::from(enc.finish().unwrap_or_default())
+/// The body gzipped at `level`, into memory had fallibly.
+pub fn gzip_at(body: &[u8], level: Compression) -> Result<Bytes, NoMemory> {
+    let mut enc = GzEncoder::new(Fallible(recycle::buffer(body.len() / 8)?), level);
+    let refused = |e| refused(e, body.len());
+    enc.write_all(body).map_err(refused)?;
+    Ok(recycle::freeze(enc.finish().map_err(refused)?.0))
+}
+
+/// The [`NoMemory`] a `Fallible` failed with: the only error writing to
+/// one has (else `NoMemory` for `len`, the bytes being compressed).
+fn refused(e: std::io::Error, len: usize) -> NoMemory {
+    e.into_inner()
+        .and_then(|e| e.downcast::<NoMemory>().ok())
+        .map_or(NoMemory { bytes: len }, |e| *e)
+}
+
+/// A `Vec` that grows fallibly: writing past what can be had is an
+/// `OutOfMemory` error carrying the [`NoMemory`].
+struct Fallible(Vec<u8>);
+
+impl Write for Fallible {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        recycle::room(&mut self.0, buf.len())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::OutOfMemory, e))?;
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The level pieces are compressed at. A piece costs ~20 us whatever the
@@ -108,14 +134,14 @@ impl Piece {
 /// One gzip member of the pieces' bytes in order: a header, the pieces as
 /// they are, an empty final block, and the CRC-32 and length combined from
 /// theirs. No byte is compressed again.
-pub fn stitch<'a>(pieces: impl IntoIterator<Item = &'a Piece> + Clone) -> Bytes {
+pub fn stitch<'a>(pieces: impl IntoIterator<Item = &'a Piece> + Clone) -> Result<Bytes, NoMemory> {
     // Header: magic, deflate, no flags, no mtime, no extra flags, OS unknown
     // (what Go's gzip writer sends).
     const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
     // BFINAL=1, fixed Huffman, end of block: zlib's own closing bytes.
     const LAST_BLOCK: [u8; 2] = [0x03, 0x00];
     let len: usize = pieces.clone().into_iter().map(Piece::len).sum();
-    let mut out = Vec::with_capacity(HEADER.len() + len + LAST_BLOCK.len() + 8);
+    let mut out = recycle::buffer(HEADER.len() + len + LAST_BLOCK.len() + 8)?;
     out.extend_from_slice(&HEADER);
     let (mut crc, mut plain) = (0u32, 0u64);
     for p in pieces {
@@ -127,7 +153,7 @@ pub fn stitch<'a>(pieces: impl IntoIterator<Item = &'a Piece> + Clone) -> Bytes 
     out.extend_from_slice(&crc.to_le_bytes());
     // ISIZE is the length modulo 2^32.
     out.extend_from_slice(&(plain as u32).to_le_bytes());
-    Bytes::from(out)
+    Ok(recycle::freeze(out))
 }
 
 /// CRC-32 (gzip's, bit-reflected) arithmetic as zlib's crc32_combine_gen
@@ -229,7 +255,7 @@ mod tests {
             });
         }
         pieces.push(Piece::new(b"", &[b"]}"]));
-        let z = stitch(&pieces);
+        let z = stitch(&pieces).unwrap();
         let mut want = b"{\"items\":[".to_vec();
         want.extend(items.join(&b","[..]));
         want.extend(b"]}");
@@ -254,8 +280,8 @@ mod tests {
         z.push(p);
         let mut all = noise[..1000].to_vec();
         all.extend(&want);
-        assert_eq!(gunzip(&stitch(&z)), all);
-        assert_eq!(gunzip(&stitch(&[])), b"");
+        assert_eq!(gunzip(&stitch(&z).unwrap()), all);
+        assert_eq!(gunzip(&stitch(&[]).unwrap()), b"");
     }
 
     #[test]
@@ -289,10 +315,30 @@ mod tests {
     #[test]
     fn gzipped_bodies_decompress_to_the_same_bytes() {
         let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let z = gzip(&body);
+        let z = gzip(&body).unwrap();
         assert!(z.len() < body.len());
         let mut out = Vec::new();
         GzDecoder::new(&z[..]).read_to_end(&mut out).unwrap();
         assert_eq!(out, body);
+    }
+
+    #[test]
+    fn a_compressed_body_that_cannot_grow_fails_with_the_size_it_asked_for() {
+        let mut out = Fallible(b"z".to_vec());
+        // No slice is this long; `room` is what refuses, as it would an
+        // allocation the allocator declines.
+        let e = recycle::room(&mut out.0, usize::MAX / 2).unwrap_err();
+        let io = std::io::Error::new(std::io::ErrorKind::OutOfMemory, e);
+        assert_eq!(
+            refused(io, 7),
+            NoMemory {
+                bytes: usize::MAX / 2 + 1
+            }
+        );
+        assert_eq!(out.0, b"z", "what it held is kept");
+        let other = std::io::Error::other("not ours");
+        assert_eq!(refused(other, 7), NoMemory { bytes: 7 });
+        assert_eq!(out.write(b"ab").unwrap(), 2);
+        assert_eq!(out.0, b"zab");
     }
 }

@@ -3,14 +3,20 @@
 
 use super::compress;
 use crate::encode::pretty::Layout;
+use crate::encode::recycle::NoMemory;
 use bytes::Bytes;
 
-/// Finishing a body failed: the blocking task that laid it out or
-/// compressed it did not complete (it panicked, or the runtime is
-/// shutting down).
+/// Finishing a body failed.
 #[derive(Debug, thiserror::Error)]
-#[error("finishing the response")]
-pub struct FinishError(#[source] pub tokio::task::JoinError);
+pub enum FinishError {
+    /// The blocking task that laid it out or compressed it did not
+    /// complete (it panicked, or the runtime is shutting down).
+    #[error("finishing the response")]
+    Task(#[source] tokio::task::JoinError),
+    /// Its indented or compressed form needed memory the allocator refused.
+    #[error("finishing the response")]
+    NoMemory(#[source] NoMemory),
+}
 
 /// What a body is finished into besides its representation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -34,10 +40,10 @@ impl Finished {
         let heavy = body.len() > compress::THRESHOLD
             && (out.gzip || matches!(out.layout, Layout::Indented { .. }));
         let work = move || {
-            let b = out.layout.apply(body);
-            if out.gzip && b.len() > compress::THRESHOLD {
+            let b = out.layout.apply(body).map_err(FinishError::NoMemory)?;
+            Ok(if out.gzip && b.len() > compress::THRESHOLD {
                 Finished {
-                    bytes: compress::gzip(&b),
+                    bytes: compress::gzip(&b).map_err(FinishError::NoMemory)?,
                     gzipped: true,
                 }
             } else {
@@ -45,11 +51,13 @@ impl Finished {
                     bytes: b,
                     gzipped: false,
                 }
-            }
+            })
         };
         if !heavy {
-            return Ok(work());
+            return work();
         }
-        tokio::task::spawn_blocking(work).await.map_err(FinishError)
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(FinishError::Task)?
     }
 }

@@ -20,6 +20,7 @@ use super::compress::{stitch, Piece};
 use super::finish::{FinishError, Finished};
 use crate::encode::codec::{Entry, Items};
 use crate::encode::json;
+use crate::encode::recycle::NoMemory;
 use crate::metrics::{self, GzipHow};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -89,20 +90,26 @@ impl Pieces {
         R: Send + 'static,
         E: Send + 'static,
     {
-        let work = move || {
-            let bytes = match self.stitch(&head, &items, &tail, &all) {
+        let work = move || -> Result<Result<Finished, E>, NoMemory> {
+            let bytes = match self.stitch(&head, &items, &tail, &all)? {
                 Some(z) => z,
                 None => {
-                    let _room = whole()?;
-                    super::compress::gzip(&json::join(&head, &items, &tail))
+                    let _room = match whole() {
+                        Ok(room) => room,
+                        Err(e) => return Ok(Err(e)),
+                    };
+                    super::compress::gzip(&json::join(&head, &items, &tail)?)?
                 }
             };
-            Ok(Finished {
+            Ok(Ok(Finished {
                 bytes,
                 gzipped: true,
-            })
+            }))
         };
-        tokio::task::spawn_blocking(work).await.map_err(FinishError)
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(FinishError::Task)?
+            .map_err(FinishError::NoMemory)
     }
 
     pub fn new(budget: Arc<Budget>) -> Self {
@@ -145,8 +152,10 @@ impl Pieces {
         items: &[Arc<Entry>],
         tail: &[u8],
         all: &Items,
-    ) -> Option<Bytes> {
-        let (first, rest) = items.split_first()?;
+    ) -> Result<Option<Bytes>, NoMemory> {
+        let Some((first, rest)) = items.split_first() else {
+            return Ok(None);
+        };
         let mut found: Vec<Option<Arc<Piece>>> = {
             let inner = self.lock();
             items
@@ -162,7 +171,7 @@ impl Pieces {
             self.fill(all.clone());
             self.whole.fetch_add(1, Ordering::Relaxed);
             metrics::gzip_list(GzipHow::Whole);
-            return None;
+            return Ok(None);
         }
         let mut made = Vec::with_capacity(missing);
         for (i, p) in found.iter_mut().enumerate() {
@@ -182,10 +191,12 @@ impl Pieces {
                 .chain(found.iter().flatten().map(|p| &**p))
                 .chain([&tail_piece]),
         );
+        // The pieces just made serve the next list even if this one failed.
         self.keep(made, all.len());
+        let body = body?;
         self.stitched.fetch_add(1, Ordering::Relaxed);
         metrics::gzip_list(GzipHow::Stitched);
-        Some(body)
+        Ok(Some(body))
     }
 
     /// Makes the pieces of every item of `all` that has none, unless that
@@ -342,8 +353,8 @@ mod tests {
         };
         let c = codec();
         let (head, tail) = json::list_ends(&c, &meta);
-        let z = pieces.stitch(&head, run, &tail, all)?;
-        let plain = json::list(&c, &meta, run);
+        let z = pieces.stitch(&head, run, &tail, all).unwrap()?;
+        let plain = json::list(&c, &meta, run).unwrap();
         assert!(
             gunzip(&z) == plain[..],
             "a stitched body differs from the list"

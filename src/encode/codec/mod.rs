@@ -14,7 +14,7 @@ use super::protobuf::schema::{Message, Schema};
 use super::protobuf::transcode;
 use super::pruned::{self, Wanted};
 use crate::store::{Attrs, EntryKey};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
@@ -196,10 +196,10 @@ impl TypeCodec {
                         String::from_utf8_lossy(&self.type_meta).into_owned(),
                     )
                 })?;
-                let mut b = BytesMut::with_capacity(rest.len() + 1);
+                let mut b = Vec::with_capacity(rest.len() + 1);
                 b.put_u8(b'{');
                 b.put_slice(rest);
-                Ok(b.freeze())
+                Ok(Bytes::from(b))
             }
         }
     }
@@ -209,15 +209,15 @@ impl TypeCodec {
         match self.style {
             ListStyle::Unstructured => entry.item.clone(),
             ListStyle::Typed => {
-                let mut b = BytesMut::with_capacity(self.type_meta.len() + entry.item.len());
+                let mut b = Vec::with_capacity(self.type_meta.len() + entry.item.len());
                 self.put_object(&mut b, entry);
-                b.freeze()
+                Bytes::from(b)
             }
         }
     }
 
     /// The object, self-describing, appended to a body being built.
-    pub fn put_object(&self, b: &mut BytesMut, entry: &Entry) {
+    pub fn put_object(&self, b: &mut Vec<u8>, entry: &Entry) {
         match self.style {
             ListStyle::Unstructured => b.put_slice(&entry.item),
             ListStyle::Typed => {

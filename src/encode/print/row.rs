@@ -4,7 +4,7 @@
 
 use crate::go::json::{float as go_float, string as go_string};
 use crate::go::time::{self, Nanos};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use serde_json::Value;
 
 /// One piece of an encoded row.
@@ -24,7 +24,7 @@ pub struct Row {
 
 impl Row {
     /// The row's cells (and conditions) with the ages as of `now`.
-    pub fn put(&self, b: &mut BytesMut, now: Nanos) {
+    pub fn put(&self, b: &mut Vec<u8>, now: Nanos) {
         for p in self.parts.iter() {
             match p {
                 Part::Fixed(bytes) => b.put_slice(bytes),
@@ -36,9 +36,22 @@ impl Row {
         }
     }
 
+    /// The most [`Row::put`] writes: its fixed bytes, and for each age the
+    /// longest it can be (`"\u003cunknown\u003e"`, or a duration such as
+    /// `"292y"`).
+    pub fn max_len(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Fixed(bytes) => bytes.len(),
+                Part::Since(_) => 24,
+            })
+            .sum()
+    }
+
     /// The cells alone, as JSON, for tests and diagnostics.
     pub fn to_json(&self, now: Nanos) -> String {
-        let mut b = BytesMut::new();
+        let mut b = Vec::new();
         self.put(&mut b, now);
         String::from_utf8_lossy(&b).into_owned()
     }

@@ -11,6 +11,7 @@ pub mod transcode;
 mod wire;
 
 use super::list_meta::ListMeta;
+use super::recycle::{self, NoMemory};
 use bytes::Bytes;
 
 pub use schema::{Message, Schema};
@@ -51,7 +52,7 @@ pub fn list<'a>(
     list_kind: &str,
     meta: &ListMeta,
     items: impl Iterator<Item = &'a [u8]> + Clone,
-) -> Bytes {
+) -> Result<Bytes, NoMemory> {
     let mut lm = Vec::new();
     wire::len_field(&mut lm, 1, b""); // selfLink
     wire::len_field(&mut lm, 2, meta.resource_version.to_string().as_bytes());
@@ -68,7 +69,10 @@ pub fn list<'a>(
         .map(|m| wire::len_head_len(2, m.len()) + m.len())
         .sum();
     let list_len = wire::len_head_len(1, lm.len()) + lm.len() + items_len;
-    let mut out = Vec::with_capacity(list_len + 64);
+    // The envelope (magic, type meta, heads, tail) is under 64 bytes
+    // besides the names: one byte short, and the whole body would be
+    // copied into a buffer twice its size.
+    let mut out = recycle::buffer(list_len + 64 + api_version.len() + list_kind.len())?;
     out.extend_from_slice(MAGIC);
     type_meta(&mut out, api_version, list_kind);
     wire::len_head(&mut out, 2, list_len);
@@ -77,7 +81,7 @@ pub fn list<'a>(
         wire::len_field(&mut out, 2, m);
     }
     out.extend_from_slice(UNKNOWN_TAIL);
-    Bytes::from(out)
+    Ok(recycle::freeze(out))
 }
 
 /// One frame of a protobuf watch: a 4-byte big-endian length, then a
@@ -161,7 +165,7 @@ mod tests {
             remaining_item_count: Some(2),
         };
         let items: [&[u8]; 2] = [b"ab", b"c"];
-        let b = list("v1", "PodList", &meta, items.iter().copied());
+        let b = list("v1", "PodList", &meta, items.iter().copied()).unwrap();
         let expect = [
             &b"k8s\0\x0a\x0d\x0a\x02v1\x12\x07PodList"[..],
             b"\x12\x12",
