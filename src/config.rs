@@ -99,6 +99,10 @@ pub struct FileConfig {
     pub max_cache_bytes: Option<usize>,
     /// The objects' bytes one type may cache (default: no limit of its own).
     pub max_type_cache_bytes: Option<usize>,
+    /// The bytes kept list bodies and gzip pieces may hold together
+    /// (default: a sixteenth of the memory limit, at least 16 MiB, else
+    /// 256 MiB).
+    pub max_kept_body_bytes: Option<usize>,
     /// A type nobody reads or watches for this long is let go (a Go
     /// duration; default 1h; 0s: never).
     pub cache_idle_timeout: Option<String>,
@@ -294,6 +298,9 @@ impl FileConfig {
                 crate::cache::limits::default_total(crate::serve::limits::memory_limit())
             }),
             idle_after: (!idle.is_zero()).then_some(idle),
+            max_kept_bytes: self.max_kept_body_bytes.unwrap_or_else(|| {
+                crate::cache::limits::default_kept(crate::serve::limits::memory_limit())
+            }),
         };
         if limits.requests_per_user == 0 || limits.watches_per_user == 0 {
             return Err(ConfigError::Invalid(
@@ -518,21 +525,29 @@ mod tests {
         let c = with(FileConfig::default()).unwrap().cache;
         assert_eq!(c.idle_after, Some(Duration::from_secs(3600)));
         assert_eq!(c.max_type_bytes, None);
+        let memory = crate::serve::limits::memory_limit();
+        assert_eq!(c.max_total_bytes, memory.map(|m| m / 4));
         assert_eq!(
-            c.max_total_bytes,
-            crate::serve::limits::memory_limit().map(|m| m / 4)
+            c.max_kept_bytes,
+            memory.map_or(256 << 20, |m| (m / 16).max(16 << 20))
         );
         let c = with(FileConfig {
             max_cache_bytes: Some(1 << 30),
             max_type_cache_bytes: Some(1 << 20),
             cache_idle_timeout: Some("0s".into()),
+            max_kept_body_bytes: Some(5 << 20),
             ..Default::default()
         })
         .unwrap()
         .cache;
         assert_eq!(
-            (c.max_total_bytes, c.max_type_bytes, c.idle_after),
-            (Some(1 << 30), Some(1 << 20), None)
+            (
+                c.max_total_bytes,
+                c.max_type_bytes,
+                c.idle_after,
+                c.max_kept_bytes
+            ),
+            (Some(1 << 30), Some(1 << 20), None, 5 << 20)
         );
         let e = with(FileConfig {
             cache_idle_timeout: Some("later".into()),
@@ -642,6 +657,35 @@ mod tests {
         let c = FileConfig::load(&path).unwrap().into_serve().unwrap();
         assert_eq!(c.auth, AuthConfig::default());
         assert_eq!(c.listen.to_string(), "127.0.0.1:8001");
+    }
+
+    #[test]
+    fn the_example_config_files_commented_options_are_real_keys_with_valid_values() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/kubecache.yaml");
+        let text = std::fs::read_to_string(path).unwrap();
+        // `# key: value` with a number: an option shown but left at its default.
+        let options: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| {
+                l.split_once(": ").is_some_and(|(k, v)| {
+                    k.chars().all(|c| c.is_ascii_alphanumeric())
+                        && v.chars().all(|c| c.is_ascii_digit())
+                })
+            })
+            .collect();
+        assert!(options.len() >= 4, "{options:?}");
+        let uncommented: String = text
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(o) if options.contains(&o) => o,
+                _ => l,
+            })
+            .flat_map(|l| [l, "\n"])
+            .collect();
+        let c: FileConfig = serde_saphyr::from_str(&uncommented).unwrap();
+        let c = c.into_serve().unwrap();
+        assert_eq!(c.cache.max_kept_bytes, 268435456);
     }
 
     #[test]

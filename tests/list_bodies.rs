@@ -154,6 +154,35 @@ async fn kept_bodies_are_reused_until_an_event_and_never_hide_it() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_bodies_stay_within_their_configured_budget_and_the_rest_are_made_per_request() {
+    within(60, async {
+        let sim = SimBuilder::new().pods(300).start().await;
+        // Room for the compact list (~1.4 MB) and not much more.
+        let budget = 2 << 20;
+        let limits = kubecache::cache::CacheLimits {
+            max_kept_bytes: budget,
+            ..Default::default()
+        };
+        let p = ProxyBuilder::new(&sim.url)
+            .cache_limits(limits, Duration::from_secs(600))
+            .start()
+            .await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        let url = format!("{}/api/v1/pods?resourceVersion=0", p.url);
+        for (headers, field) in variants() {
+            for _ in 0..2 {
+                let (_, v) = list(&url, &headers).await;
+                assert_eq!(names(&v, field).len(), 300, "{headers:?}");
+                let used = p.cache.body_budget().used();
+                assert!(used <= budget, "{headers:?}: {used} kept of {budget}");
+            }
+        }
+        assert!(p.cache.body_budget().used() > 0, "what fits is kept");
+    })
+    .await;
+}
+
 /// Walks `first` page by page: each page's raw body and its items' names.
 async fn walk(base: &str, first: &str, headers: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<String>)> {
     let mut pages = Vec::new();

@@ -158,6 +158,10 @@ impl Bounds {
     pub fn bytes_in_flight(&self) -> u64 {
         self.memory / 4
     }
+    /// Kept list bodies and gzip pieces, as kubecache derives them.
+    pub fn kept_bytes(&self) -> u64 {
+        (self.memory / 16).max(16 << 20)
+    }
 }
 
 /// `kubecache serve` in front of `upstream` (serve-stale, so that
@@ -180,6 +184,8 @@ pub fn start_kubecache(bin: &str, upstream: &str, b: Bounds) -> Process {
         b.cache_bytes().to_string(),
         "--max-bytes-in-flight".into(),
         b.bytes_in_flight().to_string(),
+        "--max-kept-body-bytes".into(),
+        b.kept_bytes().to_string(),
         "--max-connections".into(),
         b.max_connections.to_string(),
     ]);

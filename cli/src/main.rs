@@ -298,6 +298,11 @@ struct ServeArgs {
     /// The objects' bytes one type may cache (default: no limit of its own).
     #[arg(long)]
     max_type_cache_bytes: Option<usize>,
+    /// The bytes kept list bodies and gzip pieces may hold together
+    /// (default: a sixteenth of the container's memory limit, at least
+    /// 16 MiB, else 256 MiB).
+    #[arg(long)]
+    max_kept_body_bytes: Option<usize>,
     /// A type nobody reads or watches for this long is let go; the next
     /// read starts it again (default 1h; 0s: never).
     #[arg(long)]
@@ -399,6 +404,7 @@ impl ServeArgs {
             .or(file.consistency_check_interval);
         file.max_cache_bytes = self.max_cache_bytes.or(file.max_cache_bytes);
         file.max_type_cache_bytes = self.max_type_cache_bytes.or(file.max_type_cache_bytes);
+        file.max_kept_body_bytes = self.max_kept_body_bytes.or(file.max_kept_body_bytes);
         file.cache_idle_timeout = self.cache_idle_timeout.or(file.cache_idle_timeout);
         file.tls_cert_file = self.tls_cert_file.or(file.tls_cert_file);
         file.tls_private_key_file = self.tls_private_key_file.or(file.tls_private_key_file);
@@ -447,6 +453,10 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
         .install_recorder()
         .map_err(CliError::Metrics)?;
     let (listener, bound) = listen(cfg.listen).await?;
+    // One pool of body buffers for the process.
+    kubecache::encode::recycle::set_idle_limit(kubecache::encode::recycle::default_idle_limit(
+        kubecache::serve::limits::memory_limit(),
+    ));
     let cache = Cache::new(&cfg.upstream, cfg.history, cfg.reflector, cfg.cache)
         .map_err(CliError::Cache)?;
     if let Err(e) = cache.refresh_discovery().await {

@@ -17,6 +17,9 @@ pub struct CacheLimits {
     /// A type that is not eager, not watched and not read for this long is
     /// let go.
     pub idle_after: Option<Duration>,
+    /// The bytes all types' kept list bodies and gzip pieces may hold
+    /// together.
+    pub max_kept_bytes: usize,
 }
 
 impl Default for CacheLimits {
@@ -25,8 +28,20 @@ impl Default for CacheLimits {
             max_type_bytes: None,
             max_total_bytes: None,
             idle_after: Some(DEFAULT_IDLE_AFTER),
+            max_kept_bytes: DEFAULT_KEPT,
         }
     }
+}
+
+/// Kept bodies' bytes without a memory limit to derive them from: room
+/// for the indented and gzipped forms of a 10,000-pod list.
+pub const DEFAULT_KEPT: usize = 256 << 20;
+
+/// A sixteenth of the container's memory limit (256 MiB of `deploy/`'s
+/// 4 GiB, where a quarter goes to objects and a quarter to bytes in
+/// flight), at least 16 MiB; else [`DEFAULT_KEPT`].
+pub fn default_kept(memory_limit: Option<usize>) -> usize {
+    memory_limit.map_or(DEFAULT_KEPT, |m| (m / 16).max(16 << 20))
 }
 
 /// A type read once by a dashboard in the morning is not worth a watch and
@@ -93,7 +108,16 @@ mod tests {
             max_type_bytes: per_type,
             max_total_bytes: total,
             idle_after: None,
+            max_kept_bytes: DEFAULT_KEPT,
         }
+    }
+
+    #[test]
+    fn kept_bodies_take_a_sixteenth_of_the_memory_limit_and_at_least_16_mib() {
+        assert_eq!(default_kept(Some(4 << 30)), 256 << 20);
+        assert_eq!(default_kept(Some(1 << 30)), 64 << 20);
+        assert_eq!(default_kept(Some(128 << 20)), 16 << 20);
+        assert_eq!(default_kept(None), DEFAULT_KEPT);
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl Cache {
             reflector,
             cache_limits,
             cached: Arc::default(),
-            body_budget: Arc::default(),
+            body_budget: Arc::new(Budget::with_limit(cache_limits.max_kept_bytes)),
         });
         if let Some(idle) = cache_limits.idle_after {
             let weak = Arc::downgrade(&cache);

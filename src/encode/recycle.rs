@@ -9,9 +9,9 @@
 //! that was most of a big list's cost.
 //!
 //! Only buffers of [`MIN`] and more are pooled; smaller ones the allocator
-//! keeps well itself. Idle ones take at most [`IDLE_LIMIT`] together and are
-//! freed after [`IDLE_FOR`] unused, so a burst of big lists does not hold
-//! memory for good.
+//! keeps well itself. Idle ones take at most [`idle_limit`] together
+//! ([`default_idle_limit`]) and are freed after [`IDLE_FOR`] unused, so a
+//! burst of big lists does not hold memory for good.
 //!
 //! Every buffer is had, and grown ([`room`]), fallibly: a body the
 //! allocator cannot give memory for fails its own request ([`NoMemory`])
@@ -20,14 +20,34 @@
 
 use crate::metrics;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Bodies smaller than this are allocated as usual.
 pub const MIN: usize = 8 << 20;
-/// What idle buffers may take together; the oldest go first.
+/// What idle buffers may take together unless set; the oldest go first.
 pub const IDLE_LIMIT: usize = 128 << 20;
+
+static IDLE_LIMIT_SET: AtomicUsize = AtomicUsize::new(IDLE_LIMIT);
+
+/// What idle buffers may take together (one limit for the process).
+pub fn idle_limit() -> usize {
+    IDLE_LIMIT_SET.load(Ordering::Relaxed)
+}
+
+/// [`IDLE_LIMIT`], or an eighth of the container's memory limit if that is
+/// less: room for two or three bodies of a 10,000-pod list (48 MB each),
+/// the size the pool pays off at, in a container of 1 GiB and more.
+pub fn default_idle_limit(memory_limit: Option<usize>) -> usize {
+    memory_limit.map_or(IDLE_LIMIT, |m| (m / 8).min(IDLE_LIMIT))
+}
+
+/// Sets what idle buffers may take together; those beyond it are freed as
+/// the next buffer comes back.
+pub fn set_idle_limit(bytes: usize) {
+    IDLE_LIMIT_SET.store(bytes, Ordering::Relaxed);
+}
 /// How long a buffer waits for a body before it is freed.
 pub const IDLE_FOR: Duration = Duration::from_secs(60);
 
@@ -167,13 +187,14 @@ impl Drop for Recycled {
 fn give_back(mut buf: Vec<u8>) {
     buf.clear();
     let cap = buf.capacity();
-    if !(MIN..=IDLE_LIMIT).contains(&cap) {
+    let limit = idle_limit();
+    if !(MIN..=limit).contains(&cap) {
         return;
     }
     let now = Instant::now();
     let mut p = pool();
     p.expire(now);
-    while p.bytes + cap > IDLE_LIMIT {
+    while p.bytes + cap > limit {
         p.remove(0);
     }
     p.bytes += cap;
@@ -295,6 +316,14 @@ mod tests {
         let bodies: Vec<Bytes> = (0..5).map(|_| freeze(buffer(len).unwrap())).collect();
         drop(bodies);
         assert!(pool().bytes <= IDLE_LIMIT);
+    }
+
+    #[test]
+    fn idle_buffers_take_an_eighth_of_a_small_containers_memory_and_128_mib_at_most() {
+        assert_eq!(default_idle_limit(None), IDLE_LIMIT);
+        assert_eq!(default_idle_limit(Some(4 << 30)), 128 << 20);
+        assert_eq!(default_idle_limit(Some(1 << 30)), 128 << 20);
+        assert_eq!(default_idle_limit(Some(320 << 20)), 40 << 20);
     }
 
     #[test]

@@ -14,14 +14,18 @@ pub const DEFAULT_BUDGET: usize = 256 << 20;
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget {
-            limit: AtomicUsize::new(DEFAULT_BUDGET),
-            used: AtomicUsize::new(0),
-        }
+        Budget::with_limit(DEFAULT_BUDGET)
     }
 }
 
 impl Budget {
+    pub fn with_limit(bytes: usize) -> Self {
+        Budget {
+            limit: AtomicUsize::new(bytes),
+            used: AtomicUsize::new(0),
+        }
+    }
+
     pub fn set_limit(&self, bytes: usize) {
         self.limit.store(bytes, Ordering::Relaxed);
     }
