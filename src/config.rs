@@ -106,7 +106,8 @@ pub struct FileConfig {
     /// A type nobody reads or watches for this long is let go (a Go
     /// duration; default 1h; 0s: never).
     pub cache_idle_timeout: Option<String>,
-    /// Open connections at most (default: below the open-files limit).
+    /// Open connections at most (default: below the open-files limit and
+    /// within an eighth of the memory limit).
     pub max_connections: Option<usize>,
     /// Bytes of the cache's answers in flight to clients at most (default:
     /// a quarter of the memory limit, else 1 GiB); past it, 429.

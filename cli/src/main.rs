@@ -265,7 +265,8 @@ struct ServeArgs {
     #[arg(long)]
     max_request_body_bytes: Option<u64>,
     /// Open connections at most; past it idle ones are closed and new ones
-    /// wait (default: an eighth below the open-files limit).
+    /// wait (default: an eighth below the open-files limit, and what an
+    /// eighth of the container's memory limit holds at 32 KiB each).
     #[arg(long)]
     max_connections: Option<usize>,
     /// Bytes of answers made by the cache that may be in flight to clients

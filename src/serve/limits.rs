@@ -37,8 +37,8 @@ pub struct LimitsConfig {
     pub max_header_bytes: usize,
     /// A forwarded request's body (the apiserver's limit: 3 MiB).
     pub max_body_bytes: u64,
-    /// Open connections at most; `None`: derived from the open-files
-    /// limit (see `listener::max_connections_for`).
+    /// Open connections at most; `None`: derived from the open-files and
+    /// memory limits (see `listener::max_connections_for`).
     pub max_connections: Option<usize>,
     /// An HTTP/1 request's headers must arrive within this (32 s, the
     /// apiserver's `ReadHeaderTimeout`).

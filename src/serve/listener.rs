@@ -116,7 +116,7 @@ pub struct ConnectionLimits {
 impl Default for ConnectionLimits {
     fn default() -> Self {
         ConnectionLimits {
-            max_connections: max_connections_for(open_files_limit()),
+            max_connections: max_connections_for(open_files_limit(), None),
             header_read_timeout: Duration::from_secs(32),
             idle_timeout: Duration::from_secs(90),
             max_header_bytes: None,
@@ -136,12 +136,23 @@ pub fn open_files_limit() -> u64 {
     }
 }
 
-/// The connections a limit of `open_files` leaves room for: an eighth of
+/// What a connection is counted at against the memory limit: an idle
+/// HTTP/1 one held 23.9 KiB (hyper's buffers and its task; load benchmark),
+/// a TLS one holds rustls' buffers besides.
+const CONNECTION_BYTES: usize = 32 << 10;
+
+/// The connections a limit of `open_files` leaves room for — an eighth of
 /// it (at least 256) is kept for the upstream's connections, files and
-/// the listener.
-pub fn max_connections_for(open_files: u64) -> usize {
+/// the listener — and that an eighth of the container's `memory_limit`
+/// holds (at least 1,024): 16,384 in `deploy/`'s 4 GiB, beside the
+/// quarters for objects and for bytes in flight. Past it, idle
+/// connections are closed to make room and new ones wait.
+pub fn max_connections_for(open_files: u64, memory_limit: Option<usize>) -> usize {
     let reserve = (open_files / 8).max(256);
-    usize::try_from(open_files.saturating_sub(reserve).max(16)).unwrap_or(usize::MAX)
+    let by_files =
+        usize::try_from(open_files.saturating_sub(reserve).max(16)).unwrap_or(usize::MAX);
+    let by_memory = memory_limit.map_or(usize::MAX, |m| (m / 8 / CONNECTION_BYTES).max(1024));
+    by_files.min(by_memory)
 }
 
 /// The start of a drain, as every serving task sees it: connections close
@@ -553,5 +564,26 @@ async fn connection<F, Fut>(
     };
     if let Err(e) = ended {
         tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_stay_an_eighth_below_the_open_files_limit() {
+        assert_eq!(max_connections_for(1024, None), 768);
+        assert_eq!(max_connections_for(1 << 20, None), (1 << 20) - (1 << 17));
+        assert_eq!(max_connections_for(100, None), 16);
+    }
+
+    #[test]
+    fn connections_hold_at_most_an_eighth_of_the_memory_limit() {
+        assert_eq!(max_connections_for(1 << 20, Some(4 << 30)), 16_384);
+        assert_eq!(max_connections_for(1 << 20, Some(1 << 30)), 4_096);
+        assert_eq!(max_connections_for(1 << 20, Some(64 << 20)), 1_024);
+        // Whichever is less.
+        assert_eq!(max_connections_for(1024, Some(4 << 30)), 768);
     }
 }

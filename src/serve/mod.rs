@@ -194,9 +194,9 @@ pub async fn run(
     });
     let config = &state.limits.config;
     let limits = listener::ConnectionLimits {
-        max_connections: config
-            .max_connections
-            .unwrap_or_else(|| listener::max_connections_for(listener::open_files_limit())),
+        max_connections: config.max_connections.unwrap_or_else(|| {
+            listener::max_connections_for(listener::open_files_limit(), limits::memory_limit())
+        }),
         header_read_timeout: config.header_read_timeout,
         idle_timeout: config.idle_timeout,
         max_header_bytes: Some(config.max_header_bytes),
