@@ -473,6 +473,84 @@ mod tests {
         assert_eq!(retry_after(&http::HeaderMap::new()), None);
     }
 
+    /// One request read whole off `conn` (headers, then a body of its
+    /// content-length): its request line, or `None` at the end.
+    async fn read_request(conn: &mut tokio::net::TcpStream) -> Option<String> {
+        use tokio::io::AsyncReadExt;
+        let mut got = vec![];
+        let mut byte = [0u8; 1];
+        while !got.ends_with(b"\r\n\r\n") {
+            if conn.read(&mut byte).await.ok()? == 0 {
+                return None;
+            }
+            got.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&got).to_string();
+        let length = head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        let mut body = vec![0u8; length];
+        conn.read_exact(&mut body).await.ok()?;
+        Some(head.lines().next().unwrap_or_default().to_string())
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_connection_closes_after_it_was_sent_is_not_sent_again() {
+        // The upstream answers a GET on a kept-alive connection, then reads
+        // the POST that reuses it whole and closes without an answer, as an
+        // apiserver killed mid-request does: the POST may have been carried
+        // out. Sending it again could create or change twice, so it must
+        // fail, not be retried (the client's retries are for requests never
+        // sent at all). Every connection's requests are counted.
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            for n in 1.. {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let log = log.clone();
+                tokio::spawn(async move {
+                    while let Some(line) = read_request(&mut conn).await {
+                        let post = line.starts_with("POST");
+                        log.lock().unwrap().push(format!("{n} {line}"));
+                        if post {
+                            return; // closed, unanswered
+                        }
+                        let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
+                        conn.write_all(ok).await.unwrap();
+                    }
+                });
+            }
+        });
+        let up = Upstream::new(&UpstreamConfig::new(&url).unwrap()).unwrap();
+        let get = Request::get(up.uri("/api")).body(body::empty()).unwrap();
+        let resp = up.send(get).await.unwrap();
+        resp.into_body().collect().await.unwrap();
+        // The connection back in the pool, for the POST to reuse.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let post = Request::post(up.uri("/api/v1/namespaces/n/configmaps"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body::full(&b"{\"metadata\":{\"name\":\"c\"}}"[..]))
+            .unwrap();
+        assert!(up.send(post).await.is_err(), "answered by no one");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The POST reused the GET's connection (the one case where the
+        // client retries a request it finds unsent), and came once.
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [
+                "1 GET /api HTTP/1.1",
+                "1 POST /api/v1/namespaces/n/configmaps HTTP/1.1"
+            ]
+        );
+    }
+
     #[test]
     fn an_error_answer_keeps_its_retry_after() {
         let e =
