@@ -119,6 +119,7 @@ async fn idle_connections_and_clients_that_never_read_leave_another_clients_list
             until,
             Duration::from_millis(50),
         ));
+        let rss_before_stalls = status_bytes(kc.pid(), "VmRSS").unwrap();
         let mut asks = tokio::task::JoinSet::new();
         for i in 0..STALLERS {
             let path = format!("/api/v1/pods?resourceVersion=0&labelSelector=!absent-{i}");
@@ -182,7 +183,32 @@ async fn idle_connections_and_clients_that_never_read_leave_another_clients_list
                 .load(std::sync::atomic::Ordering::Relaxed),
             0
         );
+        // Once the non-readers are gone, so is what their answers held:
+        // RSS is back where it was but for the idle body buffers kept for
+        // reuse (freed a minute later). It stayed 1 GB up before.
         drop(stalled);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while metric(&base, "kubecache_bytes_in_flight ").await >= size as f64 {
+            assert!(Instant::now() < deadline, "answers still counted in flight");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let pooled = metric(&base, "kubecache_body_buffers_idle_bytes").await as u64;
+        let after = status_bytes(kc.pid(), "VmRSS").unwrap();
+        eprintln!(
+            "RSS before the non-readers {}, with them {}, after them {} ({} of it idle body buffers)",
+            mib(rss_before_stalls),
+            mib(peak),
+            mib(after),
+            mib(pooled)
+        );
+        assert!(
+            after <= rss_before_stalls + pooled + (32 << 20),
+            "RSS {} after the non-readers left, {} before, {} pooled",
+            mib(after),
+            mib(rss_before_stalls),
+            mib(pooled)
+        );
     })
     .await;
 }
