@@ -11,39 +11,25 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod running;
 
 use common::*;
 use http::Method;
+use running::Running;
 use serde_json::json;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-struct Serving {
-    child: Child,
-    url: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn var(k: &str) -> String {
     std::env::var(k).unwrap_or_else(|_| panic!("{k} (see .ci/run)"))
 }
 
-/// kubecache in authorize mode, logging everything (trace) into `log`.
-fn serve(serving_cert: &Path, serving_key: &Path) -> Serving {
+/// kubecache in authorize mode, logging everything (trace).
+fn serve(serving_cert: &Path, serving_key: &Path) -> Running {
     let run = PathBuf::from(var("KUBECACHE_RBAC_APISERVER_RUN"));
     let certs = PathBuf::from(var("KUBECACHE_REAL_APISERVER_CLIENT_CERTS"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubecache"))
-        .arg("serve")
+    let mut cmd = running::kubecache();
+    cmd.arg("serve")
         .args(["--upstream", &var("KUBECACHE_RBAC_APISERVER")])
         .arg("--token-file")
         .arg(run.join("token"))
@@ -57,41 +43,8 @@ fn serve(serving_cert: &Path, serving_key: &Path) -> Serving {
         .arg("--client-ca-file")
         .arg(certs.join("ca.crt"))
         .env_remove("KUBECONFIG")
-        .env("NO_COLOR", "1")
-        .env("KUBECACHE_LOG", "trace")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubecache starts");
-    let stderr = child.stderr.take().unwrap();
-    let log = Arc::new(Mutex::new(String::new()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let seen = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if line.contains("kubecache serving") {
-                let addr = line
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix("listen="))
-                    .map(str::to_string);
-                let _ = tx.send(addr);
-            }
-            let mut seen = seen.lock().unwrap();
-            seen.push_str(&line);
-            seen.push('\n');
-        }
-        let _ = tx.send(None);
-    });
-    let addr = match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(Some(addr)) => addr,
-        _ => panic!("kubecache did not start serving:\n{}", log.lock().unwrap()),
-    };
-    Serving {
-        child,
-        url: format!("https://{addr}"),
-        log,
-    }
+        .env("KUBECACHE_LOG", "trace");
+    running::spawn(cmd, "kubecache serving")
 }
 
 fn kubectl_as(url: &str, ca: &Path, who: &[String], args: &[&str]) -> (bool, String, String) {
@@ -160,12 +113,12 @@ async fn kubectl_with_a_token_or_a_certificate_reads_and_writes_as_itself_and_no
         let mut encoded = String::new();
         for (who, creds) in [("reader", &reader), ("carol", &carol)] {
             let name = format!("made-by-{who}");
-            let (ok, out, err) = kubectl_as(&s.url, &ca_file, creds, &["-n", &ns, "create", "configmap", &name, "--from-literal=a=b"]);
+            let (ok, out, err) = kubectl_as(&s.url(), &ca_file, creds, &["-n", &ns, "create", "configmap", &name, "--from-literal=a=b"]);
             assert!(ok, "{who} create: {out}{err}");
             // A Table (kubectl get), served from the cache once synced.
             let mut listed = String::new();
             for _ in 0..50 {
-                let (ok, out, err) = kubectl_as(&s.url, &ca_file, creds, &["-n", &ns, "get", "configmaps", "--chunk-size=0"]);
+                let (ok, out, err) = kubectl_as(&s.url(), &ca_file, creds, &["-n", &ns, "get", "configmaps", "--chunk-size=0"]);
                 assert!(ok, "{who} get: {err}");
                 listed = out;
                 if listed.contains(&name) {
@@ -175,32 +128,32 @@ async fn kubectl_with_a_token_or_a_certificate_reads_and_writes_as_itself_and_no
             }
             assert!(listed.starts_with("NAME") && listed.contains(&name), "{who}: {listed}");
             // Again: the decision is kubecache's to remember.
-            let (ok, again, err) = kubectl_as(&s.url, &ca_file, creds, &["-n", &ns, "get", "configmaps", "--chunk-size=0"]);
+            let (ok, again, err) = kubectl_as(&s.url(), &ca_file, creds, &["-n", &ns, "get", "configmaps", "--chunk-size=0"]);
             assert!(ok && again.contains(&name), "{who} get again: {err}");
-            let (ok, out, err) = kubectl_as(&s.url, &ca_file, creds, &["-n", &ns, "get", "secret", "db", "-o", "jsonpath={.data.password}"]);
+            let (ok, out, err) = kubectl_as(&s.url(), &ca_file, creds, &["-n", &ns, "get", "secret", "db", "-o", "jsonpath={.data.password}"]);
             assert!(ok, "{who} get secret: {err}");
             assert!(!out.is_empty());
             encoded = out;
             // A watch: the events so far, then the timeout ends it.
-            let (ok, out, err) = kubectl_as(&s.url, &ca_file, creds, &["get", "--raw", &format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=0&timeoutSeconds=2")]);
+            let (ok, out, err) = kubectl_as(&s.url(), &ca_file, creds, &["get", "--raw", &format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=0&timeoutSeconds=2")]);
             assert!(ok, "{who} watch: {err}");
             assert!(out.contains(r#""type":"ADDED""#) && out.contains(&name), "{who}: {out}");
-            let (ok, out, err) = kubectl_as(&s.url, &ca_file, creds, &["-n", &ns, "delete", "configmap", &name]);
+            let (ok, out, err) = kubectl_as(&s.url(), &ca_file, creds, &["-n", &ns, "delete", "configmap", &name]);
             assert!(ok, "{who} delete: {out}{err}");
         }
         // nobody: the apiserver's refusals, for a cached read and a write.
-        let (ok, _, err) = kubectl_as(&s.url, &ca_file, &nobody, &["-n", &ns, "get", "secrets", "--chunk-size=0"]);
+        let (ok, _, err) = kubectl_as(&s.url(), &ca_file, &nobody, &["-n", &ns, "get", "secrets", "--chunk-size=0"]);
         assert!(!ok);
         assert!(
             err.contains(&format!(r#"secrets is forbidden: User "nobody" cannot list resource "secrets" in API group "" in the namespace "{ns}""#)),
             "{err}"
         );
-        let (ok, _, err) = kubectl_as(&s.url, &ca_file, &nobody, &["-n", &ns, "create", "configmap", "x"]);
+        let (ok, _, err) = kubectl_as(&s.url(), &ca_file, &nobody, &["-n", &ns, "create", "configmap", "x"]);
         assert!(!ok);
         assert!(err.contains(r#"User "nobody" cannot create resource "configmaps""#), "{err}");
         // A wrong token: the apiserver's 401.
         let wrong = vec!["--token=wrong".to_string()];
-        let (ok, _, err) = kubectl_as(&s.url, &ca_file, &wrong, &["-n", &ns, "get", "configmaps"]);
+        let (ok, _, err) = kubectl_as(&s.url(), &ca_file, &wrong, &["-n", &ns, "get", "configmaps"]);
         assert!(!ok);
         assert!(err.contains("Unauthorized"), "{err}");
 
@@ -212,7 +165,7 @@ async fn kubectl_with_a_token_or_a_certificate_reads_and_writes_as_itself_and_no
         )
         .unwrap();
         let admin = vec![format!("--token={}", admin_token.trim())];
-        let (ok, metrics, err) = kubectl_as(&s.url, &ca_file, &admin, &["get", "--raw", "/metrics"]);
+        let (ok, metrics, err) = kubectl_as(&s.url(), &ca_file, &admin, &["get", "--raw", "/metrics"]);
         assert!(ok, "{err}");
         for line in [
             r#"authentication_attempts{result="success"}"#,
@@ -226,11 +179,11 @@ async fn kubectl_with_a_token_or_a_certificate_reads_and_writes_as_itself_and_no
         ] {
             assert!(metrics.contains(line), "{line} not in /metrics:\n{metrics}");
         }
-        let (ok, _, err) = kubectl_as(&s.url, &ca_file, &nobody, &["get", "--raw", "/metrics"]);
+        let (ok, _, err) = kubectl_as(&s.url(), &ca_file, &nobody, &["get", "--raw", "/metrics"]);
         assert!(!ok);
         assert!(err.contains(r#"User \"nobody\" cannot get path \"/metrics\""#) || err.contains("Forbidden"), "{err}");
 
-        let log = s.log.lock().unwrap().clone();
+        let log = s.log();
         assert!(log.contains("kubecache serving"), "{log}");
         let carol_key = std::fs::read_to_string(certs.join("carol.key")).unwrap();
         let key_body: String = carol_key.lines().filter(|l| !l.starts_with("-----")).collect();

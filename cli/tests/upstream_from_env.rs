@@ -7,12 +7,12 @@
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod running;
 
 use common::*;
-use std::io::{BufRead, BufReader};
+use running::Running;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 /// The real apiserver's secure URL, its port and its RUN folder.
 fn secure() -> (String, u16, PathBuf) {
@@ -33,65 +33,20 @@ fn folder(name: &str) -> PathBuf {
 }
 
 /// A kubecache serving, stopped when dropped.
-struct Serving {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `kubecache serve --listen 127.0.0.1:0` run by `cmd` (the binary, or a
 /// wrapper that executes it) with no KUBECONFIG, an empty HOME and no
-/// in-cluster variables but those `env` sets; where it listens, from its
-/// log.
-fn serve(mut cmd: Command, env: &[(&str, &std::ffi::OsStr)]) -> Serving {
+/// in-cluster variables but those `env` sets.
+fn serve(mut cmd: Command, env: &[(&str, &std::ffi::OsStr)]) -> Running {
     cmd.env_remove("KUBECONFIG")
         .env_remove("KUBERNETES_SERVICE_HOST")
         .env_remove("KUBERNETES_SERVICE_PORT")
         .env("HOME", folder("empty-home"))
         .env("NO_COLOR", "1")
-        .env("KUBECACHE_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .env("KUBECACHE_LOG", "info");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("kubecache starts");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut seen = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            seen.push_str(&line);
-            seen.push('\n');
-            if line.contains("kubecache serving") {
-                let addr = line
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix("listen="))
-                    .map(str::to_string);
-                let _ = tx.send(addr.ok_or(seen.clone()));
-                // Keep reading, so that the child never blocks on its log.
-                continue;
-            }
-        }
-        let _ = tx.send(Err(seen));
-    });
-    let mut serving = Serving {
-        child,
-        url: String::new(),
-    };
-    match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(Ok(addr)) => serving.url = format!("http://{addr}"),
-        Ok(Err(log)) => panic!("kubecache stopped before serving:\n{log}"),
-        Err(e) => panic!("kubecache did not start serving: {e}"),
-    }
-    serving
+    running::spawn(cmd, "kubecache serving")
 }
 
 /// `kubecache serve` on a port of its choosing.
@@ -103,11 +58,11 @@ fn kubecache() -> Command {
 
 /// Reads through `s` that need the proxy's credentials, passthrough and
 /// cached, are served by the real apiserver.
-async fn reaches_the_secure_port(s: &Serving) {
-    let v = get(&format!("{}/version", s.url)).await;
+async fn reaches_the_secure_port(s: &Running) {
+    let v = get(&format!("{}/version", s.url())).await;
     assert_eq!(v.status, 200, "{}", v.text());
     assert_eq!(v.json()["gitVersion"], "v1.20.2");
-    let r = get(&format!("{}/api/v1/namespaces?resourceVersion=0", s.url)).await;
+    let r = get(&format!("{}/api/v1/namespaces?resourceVersion=0", s.url())).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["kind"], "NamespaceList");
 }
@@ -151,7 +106,7 @@ async fn a_kubeconfig_list_is_merged_and_its_first_current_context_used() {
     let mut bad = kubecache();
     bad.args(["--context", "bad"]);
     let s = serve(bad, &[("KUBECONFIG", &list)]);
-    let r = get(&format!("{}/version", s.url)).await;
+    let r = get(&format!("{}/version", s.url())).await;
     assert_eq!(r.status, 401, "{}", r.text());
 }
 

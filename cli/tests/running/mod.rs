@@ -1,8 +1,12 @@
 //! `kubecache` run as its own process by the command's tests: started,
-//! its log echoed, and killed when dropped.
+//! its log kept (and echoed, for a failing test's output), and killed
+//! when dropped.
+
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A child process serving, killed when dropped.
@@ -10,6 +14,27 @@ pub struct Running {
     pub child: Child,
     /// Where it serves, as its log said.
     pub addr: String,
+    /// Everything it has logged so far.
+    pub log: Arc<Mutex<String>>,
+}
+
+impl Running {
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Its URL, HTTPS when `--tls-cert-file` was given.
+    pub fn url(&self) -> String {
+        format!("{}://{}", self.scheme(), self.addr)
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.log().contains("scheme=https") {
+            "https"
+        } else {
+            "http"
+        }
+    }
 }
 
 impl Drop for Running {
@@ -19,23 +44,44 @@ impl Drop for Running {
     }
 }
 
+/// The `kubecache` binary, logging at info without colour.
+pub fn kubecache() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubecache"));
+    cmd.env("NO_COLOR", "1").env("KUBECACHE_LOG", "info");
+    cmd
+}
+
 /// Runs `kubecache ARGS`, waiting for the log line that says it serves.
 pub fn start(args: &[&str], serving: &'static str) -> Running {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubecache"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("KUBECACHE_LOG", "info")
+    let mut cmd = kubecache();
+    cmd.args(args);
+    spawn(cmd, serving)
+}
+
+/// Runs `cmd` (its standard streams are set here) and waits up to 30 s
+/// for the log line containing `serving`, which names the address
+/// (`listen=`); panics with the log if it ends or is silent before.
+pub fn spawn(mut cmd: Command, serving: &'static str) -> Running {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("kubecache starts");
     let stderr = child.stderr.take().unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
     let (tx, rx) = std::sync::mpsc::channel();
+    let seen = log.clone();
     std::thread::spawn(move || {
         let mut sent = false;
+        // Read to the end, so that the child never blocks on its log.
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             eprintln!("{line}");
+            {
+                let mut seen = seen.lock().unwrap();
+                seen.push_str(&line);
+                seen.push('\n');
+            }
             if !sent && line.contains(serving) {
                 let addr = line
                     .split_whitespace()
@@ -44,10 +90,10 @@ pub fn start(args: &[&str], serving: &'static str) -> Running {
                 sent = tx.send(addr).is_ok();
             }
         }
+        let _ = tx.send(None);
     });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("it serves")
-        .expect("its log names where");
-    Running { child, addr }
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(Some(addr)) => Running { child, addr, log },
+        _ => panic!("kubecache did not start serving:\n{}", log.lock().unwrap()),
+    }
 }
