@@ -22,6 +22,7 @@ use kubecache::upstream::UpstreamConfig;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 type FakeBody = kubecache::body::Body;
@@ -67,58 +68,122 @@ fn client(
         .build(hyper_util::client::legacy::connect::HttpConnector::new())
 }
 
+/// An upstream whose exec answers every message with "echo:" and it.
+async fn echo_exec_upstream() -> String {
+    fake_upstream(|mut req: Request<Incoming>| async move {
+        assert!(req.uri().path().ends_with("/exec"));
+        let on = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            let mut io = TokioIo::new(on.await.unwrap());
+            let mut buf = [0u8; 64];
+            loop {
+                let n = io.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    return;
+                }
+                let mut reply = b"echo:".to_vec();
+                reply.extend_from_slice(&buf[..n]);
+                io.write_all(&reply).await.unwrap();
+            }
+        });
+        Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header("connection", "Upgrade")
+            .header("upgrade", "SPDY/3.1")
+            .header("x-stream-protocol-version", "v4.channel.k8s.io")
+            .body(full(""))
+            .unwrap()
+    })
+    .await
+}
+
+type Session = TokioIo<hyper::upgrade::Upgraded>;
+
+/// An exec session through the proxy at `url`.
+async fn open_exec(url: &str) -> Session {
+    let req = Request::post(format!(
+        "{url}/api/v1/namespaces/default/pods/p/exec?command=sh&stdin=true"
+    ))
+    .header("connection", "Upgrade")
+    .header("upgrade", "SPDY/3.1")
+    .header("x-stream-protocol-version", "v4.channel.k8s.io")
+    .body(full(""))
+    .unwrap();
+    let mut resp = client().request(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::SWITCHING_PROTOCOLS);
+    assert_eq!(resp.headers()["upgrade"], "SPDY/3.1");
+    assert_eq!(
+        resp.headers()["x-stream-protocol-version"],
+        "v4.channel.k8s.io"
+    );
+    TokioIo::new(hyper::upgrade::on(&mut resp).await.unwrap())
+}
+
+async fn echoes(io: &mut Session, msg: &str) {
+    io.write_all(msg.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 5 + msg.len()];
+    io.read_exact(&mut buf).await.unwrap();
+    assert_eq!(buf, format!("echo:{msg}").as_bytes());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_upgrades_are_spliced_both_ways() {
     within(30, async {
-        let up = fake_upstream(|mut req: Request<Incoming>| async move {
-            assert!(req.uri().path().ends_with("/exec"));
-            let on = hyper::upgrade::on(&mut req);
-            tokio::spawn(async move {
-                let mut io = TokioIo::new(on.await.unwrap());
-                let mut buf = [0u8; 64];
-                loop {
-                    let n = io.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    let mut reply = b"echo:".to_vec();
-                    reply.extend_from_slice(&buf[..n]);
-                    io.write_all(&reply).await.unwrap();
-                }
-            });
-            Response::builder()
-                .status(StatusCode::SWITCHING_PROTOCOLS)
-                .header("connection", "Upgrade")
-                .header("upgrade", "SPDY/3.1")
-                .header("x-stream-protocol-version", "v4.channel.k8s.io")
-                .body(full(""))
-                .unwrap()
-        })
-        .await;
+        let up = echo_exec_upstream().await;
         let p = ProxyBuilder::new(&up).allow_exec().start().await;
-        let req = Request::post(format!(
-            "{}/api/v1/namespaces/default/pods/p/exec?command=sh&stdin=true",
-            p.url
-        ))
-        .header("connection", "Upgrade")
-        .header("upgrade", "SPDY/3.1")
-        .header("x-stream-protocol-version", "v4.channel.k8s.io")
-        .body(full(""))
-        .unwrap();
-        let mut resp = client().request(req).await.unwrap();
-        assert_eq!(resp.status(), StatusCode::SWITCHING_PROTOCOLS);
-        assert_eq!(resp.headers()["upgrade"], "SPDY/3.1");
-        assert_eq!(
-            resp.headers()["x-stream-protocol-version"],
-            "v4.channel.k8s.io"
-        );
-        let mut io = TokioIo::new(hyper::upgrade::on(&mut resp).await.unwrap());
+        let mut io = open_exec(&p.url).await;
         for msg in ["ls", "whoami"] {
-            io.write_all(msg.as_bytes()).await.unwrap();
-            let mut buf = vec![0u8; 5 + msg.len()];
-            io.read_exact(&mut buf).await.unwrap();
-            assert_eq!(buf, format!("echo:{msg}").as_bytes());
+            echoes(&mut io, msg).await;
         }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_session_holds_its_connection_slot_until_it_ends() {
+    within(30, async {
+        let up = echo_exec_upstream().await;
+        let p = ProxyBuilder::new(&up)
+            .allow_exec()
+            .limits(LimitsConfig {
+                max_connections: Some(1),
+                ..Default::default()
+            })
+            .start()
+            .await;
+        let mut io = open_exec(&p.url).await;
+        echoes(&mut io, "ls").await;
+        // The one slot is the session's (hyper ended the connection's own
+        // task when it upgraded): another client waits in the backlog.
+        let url = format!("{}/livez", p.url);
+        let waiting = tokio::spawn(async move { get(&url).await.status });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!waiting.is_finished(), "served past the cap");
+        echoes(&mut io, "still here").await;
+        drop(io);
+        let status = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("answered once the session ended")
+            .unwrap();
+        assert_eq!(status, 200);
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_session_ends_when_the_drain_starts() {
+    within(30, async {
+        let up = echo_exec_upstream().await;
+        let mut p = ProxyBuilder::new(&up).allow_exec().start().await;
+        let mut io = open_exec(&p.url).await;
+        echoes(&mut io, "ls").await;
+        p.begin_stop();
+        let mut buf = [0u8; 16];
+        let n = tokio::time::timeout(Duration::from_secs(5), io.read(&mut buf))
+            .await
+            .expect("the session ended")
+            .unwrap_or(0);
+        assert_eq!(n, 0, "an orderly end, not more bytes");
     })
     .await
 }

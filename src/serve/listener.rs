@@ -473,12 +473,33 @@ fn begin_stop(serving: &Serving) -> tokio::time::Instant {
     tokio::time::Instant::now() + serving.shutdown_delay
 }
 
+/// A connection's place among `max_connections`, as each of its requests
+/// carries it (in its extensions): a request that upgrades the connection
+/// (exec, attach, port-forward) takes it along into the spliced session,
+/// so that the session counts against the cap for as long as it lives —
+/// hyper hands an upgraded connection's socket over and ends the
+/// connection's own task. Upgraded sessions end when the drain starts, as
+/// open watches do: Go's server neither closes nor waits for hijacked
+/// connections, which die with the apiserver.
+#[derive(Clone)]
+pub struct ConnectionSlot {
+    _permit: Arc<tokio::sync::OwnedSemaphorePermit>,
+    drain: Drain,
+}
+
+impl ConnectionSlot {
+    /// Resolves when the drain starts: the session should end.
+    pub async fn draining(&self) {
+        self.drain.wait().await
+    }
+}
+
 /// One connection, from its TLS handshake (if any) to its end, holding its
-/// slot throughout.
+/// slot throughout (and an upgraded session after it).
 async fn connection<F, Fut>(
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
-    _slot: tokio::sync::OwnedSemaphorePermit,
+    slot: tokio::sync::OwnedSemaphorePermit,
     builder: auto::Builder<TokioExecutor>,
     serving: Serving,
     crowded: Arc<Notify>,
@@ -515,12 +536,17 @@ async fn connection<F, Fut>(
         }
     };
     let activity = Activity::new();
+    let slot = ConnectionSlot {
+        _permit: Arc::new(slot),
+        drain: serving.drain.clone(),
+    };
     let service = {
         let activity = activity.clone();
         hyper::service::service_fn(move |mut req: Request<Incoming>| {
             if let Some(p) = &certs {
                 req.extensions_mut().insert(p.clone());
             }
+            req.extensions_mut().insert(slot.clone());
             let inflight = InFlight::new(&activity);
             // Boxed: hyper keeps room for the service's future on every
             // connection, idle ones included, and the handler's future is

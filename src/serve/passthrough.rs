@@ -11,6 +11,7 @@
 
 use super::auth::AuthError;
 use super::errors::ServeError;
+use super::listener::ConnectionSlot;
 use super::state::ServeState;
 use crate::body::{self, Body, BoxError};
 use crate::request::identity::ALL_AUTHENTICATED;
@@ -96,6 +97,7 @@ pub async fn forward(
     };
     let upgrade = is_upgrade(req.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+    let slot = req.extensions().get::<ConnectionSlot>().cloned();
     let (mut parts, body) = req.into_parts();
     let pq = parts
         .uri
@@ -115,7 +117,7 @@ pub async fn forward(
         .map_err(ServeError::from)?;
     if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_upgrade) = client_upgrade {
-            return Ok(splice_upgrade(resp, client_upgrade));
+            return Ok(splice_upgrade(resp, client_upgrade, slot));
         }
     }
     let (mut parts, body) = resp.into_parts();
@@ -180,9 +182,12 @@ fn escape_extra_key(key: &str) -> String {
     out
 }
 
+/// The upgraded session, spliced in a task of its own that holds the
+/// client connection's `slot` (see `ConnectionSlot`) and ends at the drain.
 fn splice_upgrade(
     mut resp: Response<Incoming>,
     client_upgrade: hyper::upgrade::OnUpgrade,
+    slot: Option<ConnectionSlot>,
 ) -> Response<Body> {
     let upstream_upgrade = hyper::upgrade::on(&mut resp);
     tokio::spawn(async move {
@@ -195,7 +200,16 @@ fn splice_upgrade(
         };
         let mut client = TokioIo::new(client);
         let mut upstream = TokioIo::new(upstream);
-        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        let draining = async {
+            match &slot {
+                Some(slot) => slot.draining().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+            _ = draining => tracing::debug!("an upgraded session ended by the drain"),
+        }
     });
     let (parts, _) = resp.into_parts();
     Response::from_parts(parts, body::empty())

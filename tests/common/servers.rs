@@ -68,7 +68,16 @@ pub struct Proxy {
     pub url: String,
     pub addr: SocketAddr,
     pub cache: Arc<Cache>,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Proxy {
+    /// Asks it to stop, as SIGTERM does (no shutdown delay; a 1 s drain).
+    pub fn begin_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
 }
 
 pub async fn start_proxy(upstream: &str) -> Proxy {
@@ -211,7 +220,7 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
         url: format!("{scheme}://{addr}"),
         addr,
         cache,
-        _stop: tx,
+        stop: Some(tx),
     }
 }
 
