@@ -2,43 +2,24 @@
 //! `cli/src/malloc.rs`), unless the environment chose a number, and says
 //! which in its first log line.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+mod running;
 
-/// `kubecache serve` with these environment variables: its first log line
-/// (it is killed once it has written it).
+/// `kubecache serve` with these environment variables: its first log line.
 fn starting_line(env: &[(&str, &str)]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubecache"))
-        // Nothing listens on port 1: serve starts all the same, forwarding.
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "http://127.0.0.1:1",
-        ])
-        .env("NO_COLOR", "1")
-        .env("KUBECACHE_LOG", "info")
-        .env_remove("MALLOC_ARENA_MAX")
-        .env_remove("GLIBC_TUNABLES")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubecache starts");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let first = BufReader::new(stderr).lines().map_while(Result::ok).next();
-        let _ = tx.send(first);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(30));
-    let _ = child.kill();
-    let _ = child.wait();
-    line.expect("a log line within 30 s")
-        .expect("kubecache writes a log line")
+    let mut cmd = running::kubecache();
+    // Nothing listens on port 1: serve starts all the same, forwarding.
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "http://127.0.0.1:1",
+    ])
+    .env_remove("MALLOC_ARENA_MAX")
+    .env_remove("GLIBC_TUNABLES")
+    .envs(env.iter().copied());
+    let kc = running::spawn(cmd, "kubecache serving");
+    kc.log().lines().next().unwrap_or_default().to_string()
 }
 
 #[test]

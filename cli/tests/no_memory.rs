@@ -11,7 +11,6 @@ mod common;
 mod running;
 
 use common::*;
-use running::start;
 use std::time::{Duration, Instant};
 
 /// The process's address space (`VmSize`), in bytes.
@@ -36,27 +35,8 @@ fn limit_address_space(pid: u32, bytes: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_the_allocator_refuses_memory_for_is_answered_429_and_kubecache_serves_on() {
     within(240, async {
-        let sim = start(
-            &["sim", "--listen", "127.0.0.1:0", "--pods", "10000"],
-            "simulated apiserver serving",
-        );
-        let dir = std::env::temp_dir().join(format!("kubecache-nomem-{}", unique_suffix()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("kubecache.yaml");
-        std::fs::write(&config, "eager: [v1/pods]\n").unwrap();
-        let upstream = format!("http://{}", sim.addr);
-        let mut kc = start(
-            &[
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--upstream",
-                &upstream,
-                "--config",
-                config.to_str().unwrap(),
-            ],
-            "kubecache serving",
-        );
+        let sim = running::sim(10_000);
+        let mut kc = running::serve(&sim, "eager: [v1/pods]\n", &[]);
         let url = format!("http://{}", kc.addr);
         let deadline = Instant::now() + Duration::from_secs(120);
         while get(&format!("{url}/readyz")).await.status != 200 {

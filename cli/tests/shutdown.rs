@@ -10,7 +10,6 @@ mod running;
 
 use common::*;
 use http_body_util::BodyExt;
-use running::start;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,28 +17,11 @@ use std::time::{Duration, Instant};
 async fn after_sigterm_it_accepts_for_the_delay_then_ends_watches_and_exits_before_the_drain_deadline(
 ) {
     within(120, async {
-        let sim = start(
-            &["sim", "--listen", "127.0.0.1:0", "--pods", "50"],
-            "simulated apiserver serving",
-        );
-        let dir = std::env::temp_dir().join(format!("kubecache-stop-{}", unique_suffix()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("kubecache.yaml");
-        std::fs::write(&config, "eager: [v1/configmaps]\ndrainSeconds: 60\n").unwrap();
-        let upstream = format!("http://{}", sim.addr);
-        let mut kc = start(
-            &[
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--upstream",
-                &upstream,
-                "--config",
-                config.to_str().unwrap(),
-                "--shutdown-delay-duration",
-                "3s",
-            ],
-            "kubecache serving",
+        let sim = running::sim(50);
+        let mut kc = running::serve(
+            &sim,
+            "eager: [v1/configmaps]\ndrainSeconds: 60\n",
+            &["--shutdown-delay-duration", "3s"],
         );
         let url = format!("http://{}", kc.addr);
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -58,6 +58,42 @@ pub fn start(args: &[&str], serving: &'static str) -> Running {
     spawn(cmd, serving)
 }
 
+/// `kubecache sim` with `pods` pods.
+pub fn sim(pods: usize) -> Running {
+    let pods = pods.to_string();
+    start(
+        &["sim", "--listen", "127.0.0.1:0", "--pods", &pods],
+        "simulated apiserver serving",
+    )
+}
+
+/// `kubecache serve` in front of `upstream`, with `config` (YAML) as its
+/// configuration file, and `flags`.
+pub fn serve(upstream: &Running, config: &str, flags: &[&str]) -> Running {
+    let dir = std::env::temp_dir().join(format!(
+        "kubecache-test-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("kubecache.yaml");
+    std::fs::write(&file, config).unwrap();
+    let upstream = format!("http://{}", upstream.addr);
+    let mut args = vec![
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream,
+        "--config",
+        file.to_str().unwrap(),
+    ];
+    args.extend(flags);
+    start(&args, "kubecache serving")
+}
+
 /// Runs `cmd` (its standard streams are set here) and waits up to 30 s
 /// for the log line containing `serving`, which names the address
 /// (`listen=`); panics with the log if it ends or is silent before.
