@@ -111,8 +111,7 @@ impl http_body::Body for UntilDrained {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         if let Poll::Ready(Some(Ok(frame))) = &polled {
             if let Some(data) = frame.data_ref() {
-                let data = data.clone();
-                self.framing.feed(&data);
+                self.framing.feed(data);
             }
         }
         polled
