@@ -35,11 +35,37 @@ pub enum ConfigError {
     Tls(#[from] TlsError),
 }
 
+/// How the `kubecache` command writes its log (to stderr): text for a
+/// terminal, a JSON object per line for files and container logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(ConfigError::Invalid(format!(
+                "log format {s:?} is neither text nor json"
+            ))),
+        }
+    }
+}
+
 /// The file's shape; every field optional so flags can fill the gaps.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FileConfig {
     pub listen: Option<String>,
+    /// `text` (the default) or `json`; `--log-format` wins.
+    pub log_format: Option<LogFormat>,
     pub upstream: Option<String>,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
@@ -139,6 +165,8 @@ pub struct ServeConfig {
     pub reflector: crate::reflector::ReflectorConfig,
     pub cache: crate::cache::CacheLimits,
     pub eager: Vec<crate::resource::GroupVersionResource>,
+    /// The file's log format, if it names one.
+    pub log_format: Option<LogFormat>,
 }
 
 impl FileConfig {
@@ -345,6 +373,7 @@ impl FileConfig {
             reflector,
             cache,
             eager,
+            log_format: self.log_format,
         })
     }
 }

@@ -8,7 +8,7 @@ mod malloc;
 use clap::{Parser, Subcommand};
 use kubecache::cache::Cache;
 use kubecache::cache::CacheError;
-use kubecache::config::{ConfigError, FileConfig, ServeConfig};
+use kubecache::config::{ConfigError, FileConfig, LogFormat, ServeConfig};
 use kubecache::serve::auth::AuthMode;
 use kubecache::serve::{self, ConsistentReads, ServeState};
 use kubecache::upstream::UpstreamError;
@@ -65,6 +65,17 @@ impl CliError {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How the log is written to stderr: `text` (colour only on a
+    /// terminal, and never with NO_COLOR set) or `json` (an object per
+    /// line, for files and container logs). For `serve`, the config
+    /// file's `logFormat` when not given. Which lines: KUBECACHE_LOG, as
+    /// an env-filter (`info`, `kubecache=debug`, `warn,kubecache::reflector=trace`).
+    #[arg(long, global = true, env = "KUBECACHE_LOG_FORMAT", value_parser = parse_log_format)]
+    log_format: Option<LogFormat>,
+}
+
+fn parse_log_format(s: &str) -> Result<LogFormat, String> {
+    s.parse().map_err(|e: ConfigError| e.to_string())
 }
 
 #[derive(Subcommand)]
@@ -413,13 +424,23 @@ impl ServeArgs {
     }
 }
 
-fn init_tracing() {
+/// The log on stderr, as `format` says; colour only when stderr is a
+/// terminal and NO_COLOR is unset or empty (no-color.org).
+fn init_tracing(format: LogFormat) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("KUBECACHE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let log = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => log.with_ansi(colour).init(),
+        // Fields beside `message` at the top level, as log pipelines
+        // (Loki, Elasticsearch, Cloud Logging) index them.
+        LogFormat::Json => log.json().flatten_event(true).init(),
+    }
 }
 
 async fn shutdown_signal() {
@@ -568,7 +589,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    match run(cli.command, arenas_limited) {
+    match run(cli.command, cli.log_format, arenas_limited) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("kubecache: {e}");
@@ -578,18 +599,22 @@ fn main() -> ExitCode {
 }
 
 /// Validates the configuration before anything is bound, then runs.
-fn run(command: Command, arenas_limited: bool) -> Result<(), CliError> {
+fn run(
+    command: Command,
+    log_format: Option<LogFormat>,
+    arenas_limited: bool,
+) -> Result<(), CliError> {
     match command {
         Command::Sim(args) => {
             let opts = args.options()?;
             let listen = parse_addr(&args.listen)?;
-            init_tracing();
+            init_tracing(log_format.unwrap_or_default());
             runtime().block_on(run_sim(opts, listen))
         }
         Command::Demo(args) => {
             let listen = parse_addr(&args.listen)?;
             let sim_listen = parse_addr(&args.sim_listen)?;
-            init_tracing();
+            init_tracing(log_format.unwrap_or_default());
             let opts = SimOptions {
                 namespaces: 8,
                 nodes: 20,
@@ -602,7 +627,7 @@ fn run(command: Command, arenas_limited: bool) -> Result<(), CliError> {
         }
         Command::Serve(args) => {
             let cfg = args.into_config()?;
-            init_tracing();
+            init_tracing(log_format.or(cfg.log_format).unwrap_or_default());
             tracing::info!(
                 version = env!("CARGO_PKG_VERSION"),
                 malloc_arenas = %if arenas_limited {

@@ -58,6 +58,18 @@ pub fn start(args: &[&str], serving: &'static str) -> Running {
     spawn(cmd, serving)
 }
 
+/// The address a serving line names: `listen=ADDR` in text, the `listen`
+/// field in JSON.
+fn listen_of(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("listen="))
+        .map(str::to_string)
+        .or_else(|| {
+            let v: serde_json::Value = serde_json::from_str(line).ok()?;
+            v.get("listen")?.as_str().map(str::to_string)
+        })
+}
+
 /// `kubecache sim` with `pods` pods.
 pub fn sim(pods: usize) -> Running {
     let pods = pods.to_string();
@@ -119,11 +131,7 @@ pub fn spawn(mut cmd: Command, serving: &'static str) -> Running {
                 seen.push('\n');
             }
             if !sent && line.contains(serving) {
-                let addr = line
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix("listen="))
-                    .map(str::to_string);
-                sent = tx.send(addr).is_ok();
+                sent = tx.send(listen_of(&line)).is_ok();
             }
         }
         let _ = tx.send(None);
