@@ -519,9 +519,25 @@ fn parse_addr(s: &str) -> Result<SocketAddr, CliError> {
         .map_err(|_| CliError::Flag(format!("listen address {s:?} is not HOST:PORT")))
 }
 
+/// The simulator's objects, made (a few seconds for 100,000 pods), saying
+/// so before and after.
+fn generate(opts: &SimOptions) -> Arc<Sim> {
+    tracing::info!(
+        pods = opts.pods,
+        configmaps = opts.configmaps,
+        namespaces = opts.namespaces,
+        nodes = opts.nodes,
+        "simulator: generating objects"
+    );
+    let started = std::time::Instant::now();
+    let sim = Sim::new(opts);
+    tracing::info!(took = ?started.elapsed(), "simulator: objects generated");
+    sim
+}
+
 async fn run_sim(opts: SimOptions, addr: SocketAddr) -> Result<(), CliError> {
     let (listener, bound) = listen(addr).await?;
-    let sim = Sim::new(&opts);
+    let sim = generate(&opts);
     sim.start_churn(opts.churn);
     sim.start_faults(&opts);
     tracing::info!(listen = %bound, pods = opts.pods, "simulated apiserver serving");
@@ -535,7 +551,7 @@ async fn run_demo(
     listen_on: SocketAddr,
 ) -> Result<(), CliError> {
     let (sim_listener, sim_addr) = listen(sim_listen).await?;
-    let sim = Sim::new(&opts);
+    let sim = generate(&opts);
     sim.start_churn(opts.churn);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(kubecache_sim::run(sim, sim_listener, async {

@@ -132,3 +132,101 @@ fn text_logs_have_no_colour_unless_on_a_terminal() {
         "colour despite NO_COLOR: {plain:?}"
     );
 }
+
+/// A relay to `upstream` that passes its answers on at `per_second`
+/// bytes a second, as a thin link would: where it listens.
+fn thin_link(upstream: std::net::SocketAddr, per_second: usize) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming().map_while(Result::ok) {
+            let Ok(server) = TcpStream::connect(upstream) else {
+                return;
+            };
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c_in, &mut s_out);
+            });
+            let (mut s_in, mut c_out) = (server, client);
+            std::thread::spawn(move || {
+                let chunk = per_second / 10;
+                let mut buf = vec![0u8; chunk];
+                loop {
+                    let n = match s_in.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    if c_out.write_all(&buf[..n]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_reflector_logs_each_change_of_state_and_a_long_lists_progress() {
+    let sim = running::sim(3000);
+    // 3,000 pods (~14.5 MB) at 4 MB/s: a list of ~4 s, in one answer.
+    let link = thin_link(sim.addr.parse().unwrap(), 4 << 20);
+    let mut cmd = running::kubecache();
+    let dir = std::env::temp_dir().join(format!("kubecache-logs-r-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("kubecache.yaml");
+    std::fs::write(&config, "eager: [v1/pods]\nlogFormat: json\n").unwrap();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg(format!("http://{link}"))
+        .arg("--config")
+        .arg(&config);
+    let kc = running::spawn(cmd, "kubecache serving");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let watching = |l: &serde_json::Value| {
+        l["message"] == "reflector state" && l["resource"] == "v1/pods" && l["state"] == "watching"
+    };
+    while !json_lines(&kc.log()).iter().any(watching) {
+        assert!(std::time::Instant::now() < deadline, "{}", kc.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let lines = json_lines(&kc.log());
+    let pods: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["resource"] == "v1/pods")
+        .collect();
+    let states: Vec<&str> = pods
+        .iter()
+        .filter(|l| l["message"] == "reflector state")
+        .map(|l| l["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["listing", "watching"], "{}", kc.log());
+    let listed = pods
+        .iter()
+        .find(|l| l["message"] == "listed")
+        .expect("the list's end");
+    assert_eq!(listed["objects"], 3000);
+    let total = listed["bytes"].as_u64().unwrap();
+    // Every 2 s, and growing.
+    let progress: Vec<u64> = pods
+        .iter()
+        .filter(|l| l["message"] == "listing")
+        .map(|l| l["bytes"].as_u64().unwrap())
+        .collect();
+    assert!(
+        !progress.is_empty(),
+        "no progress in a 4 s list: {}",
+        kc.log()
+    );
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    assert!(
+        progress.iter().all(|b| *b < total + 65536),
+        "{progress:?} of {total}"
+    );
+    let synced = pods.iter().find(|l| watching(l)).unwrap();
+    assert_eq!(synced["was"], "listing");
+    assert_eq!(synced["objects"], 3000);
+    assert!(synced["after"].as_str().unwrap().ends_with('s'), "{synced}");
+}

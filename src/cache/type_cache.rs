@@ -24,6 +24,8 @@ pub struct TypeCache {
     synced: watch::Sender<bool>,
     stats: ReflectorStats,
     condition: std::sync::Mutex<Condition>,
+    /// When the condition last changed kind (see `report`).
+    condition_since: std::sync::Mutex<std::time::Instant>,
     /// Configured to be cached from the start: readiness waits for it.
     eager: std::sync::atomic::AtomicBool,
     /// A built-in type's Table printer (or that it has none), found once.
@@ -72,6 +74,7 @@ impl TypeCache {
             synced: watch::channel(false).0,
             stats: ReflectorStats::default(),
             condition: std::sync::Mutex::new(Condition::Starting),
+            condition_since: std::sync::Mutex::new(std::time::Instant::now()),
             eager: Default::default(),
             builtin_printer: Default::default(),
             custom_printer: Default::default(),
@@ -225,10 +228,33 @@ impl Writer for TypeCache {
 
     fn report(&self, condition: Condition) {
         let mut c = self.condition.lock().unwrap_or_else(|e| e.into_inner());
-        if *c != condition {
-            tracing::debug!(resource = %self.rt.gvr, ?condition, "reflector");
-            *c = condition;
+        if *c == condition {
+            return;
         }
+        // One line per change of state; a failing reflector's next error
+        // is its own warning, not a new state.
+        let mut since = self
+            .condition_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if std::mem::discriminant(&*c) != std::mem::discriminant(&condition) {
+            let (objects, bytes) = self.store.size();
+            let was = c.name();
+            let state = condition.name();
+            let after = since.elapsed();
+            match &condition {
+                Condition::Failing(why) => tracing::warn!(
+                    resource = %self.rt.gvr, state, was, ?after, objects, bytes, error = %why,
+                    "reflector state"
+                ),
+                _ => tracing::info!(
+                    resource = %self.rt.gvr, state, was, ?after, objects, bytes,
+                    "reflector state"
+                ),
+            }
+            *since = std::time::Instant::now();
+        }
+        *c = condition;
     }
 
     fn snapshot(&self) -> crate::encode::codec::Snapshot {

@@ -160,6 +160,18 @@ pub enum Condition {
 }
 
 impl Condition {
+    /// Its name in logs and on status pages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Condition::Starting => "starting",
+            Condition::Listing => "listing",
+            Condition::Watching => "watching",
+            Condition::Refused(_) => "refused",
+            Condition::Failing(_) => "failing",
+            Condition::TooLarge(_) => "too-large",
+        }
+    }
+
     /// Whether the cache follows the upstream right now.
     pub fn is_current(&self) -> bool {
         matches!(self, Condition::Watching)
@@ -410,6 +422,47 @@ async fn wait_to_retry(
     }
 }
 
+/// A list still coming after this long logs how far it is, and again as
+/// often.
+const LIST_PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// How far a list is, logged every [`LIST_PROGRESS_EVERY`]: a big list
+/// over a thin link takes minutes, and an RV=0 list is one response
+/// (the watch cache ignores `limit`), so its bytes are what can be told.
+struct Progress<'a> {
+    resource: &'a crate::resource::GroupVersionResource,
+    started: tokio::time::Instant,
+    told: tokio::time::Instant,
+}
+
+impl<'a> Progress<'a> {
+    fn new(resource: &'a crate::resource::GroupVersionResource) -> Self {
+        let now = tokio::time::Instant::now();
+        Progress {
+            resource,
+            started: now,
+            told: now,
+        }
+    }
+
+    /// `objects` decoded from earlier pages, `remaining` after them (if the
+    /// upstream counts), `bytes` received in all.
+    fn tick(&mut self, objects: usize, remaining: Option<i64>, bytes: usize) {
+        if self.told.elapsed() < LIST_PROGRESS_EVERY {
+            return;
+        }
+        self.told = tokio::time::Instant::now();
+        tracing::info!(
+            resource = %self.resource,
+            objects,
+            remaining,
+            bytes,
+            elapsed = ?self.started.elapsed(),
+            "listing"
+        );
+    }
+}
+
 async fn list(
     up: &Upstream,
     writer: &impl Writer,
@@ -422,6 +475,9 @@ async fn list(
     let mut codec = (*writer.codec()).clone();
     let mut rv;
     let mut bytes = 0;
+    let mut progress = Progress::new(writer.resource());
+    let mut remaining = None;
+    let mut pages = 0u64;
     loop {
         let query = match &token {
             Some(t) => format!("{base}?limit=500&continue={}", urlencode(t)),
@@ -429,9 +485,14 @@ async fn list(
             None => format!("{base}?limit=500&resourceVersion=0"),
         };
         // A stalled upstream must not hold the reflector forever.
-        let page = tokio::time::timeout(cfg.list_page_timeout, up.get_bytes(&query))
-            .await
-            .map_err(|_| ReflectorError::ListStalled(cfg.list_page_timeout))?;
+        let (objects, so_far) = (entries.len(), bytes);
+        let received = |n| progress.tick(objects, remaining, so_far + n);
+        let page = tokio::time::timeout(
+            cfg.list_page_timeout,
+            up.get_bytes_as_they_come(&query, received),
+        )
+        .await
+        .map_err(|_| ReflectorError::ListStalled(cfg.list_page_timeout))?;
         let body = match page {
             Err(UpstreamError::Status { status, .. }) if status == 410 => {
                 return Err(ReflectorError::ListExpired)
@@ -450,11 +511,25 @@ async fn list(
         writer.room(bytes).map_err(ReflectorError::TooLarge)?;
         entries.extend(page.entries);
         rv = page.rv;
+        pages += 1;
+        remaining = page.remaining_item_count;
+        if page.continue_token.is_some() {
+            progress.tick(entries.len(), remaining, bytes);
+        }
         match page.continue_token {
             Some(t) => token = Some(t),
             None => break,
         }
     }
+    tracing::info!(
+        resource = %writer.resource(),
+        objects = entries.len(),
+        bytes,
+        pages,
+        took = ?progress.started.elapsed(),
+        resource_version = rv,
+        "listed"
+    );
     // The list was built aside; readers see either the old or the new state.
     writer.replace(codec, entries, rv);
     writer.stats().lists.fetch_add(1, Ordering::Relaxed);

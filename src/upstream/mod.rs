@@ -422,6 +422,35 @@ impl Upstream {
         Self::whole(resp, path_and_query).await
     }
 
+    /// `get_bytes`, telling `received` the bytes of the body so far as
+    /// they arrive (a big list over a thin link takes minutes).
+    pub async fn get_bytes_as_they_come(
+        &self,
+        path_and_query: &str,
+        mut received: impl FnMut(usize),
+    ) -> Result<Bytes, UpstreamError> {
+        let resp = self.get(path_and_query).await?;
+        let status = resp.status();
+        let (parts, mut body) = resp.into_parts();
+        let mut buf = bytes::BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            if let Some(data) = frame?.data_ref() {
+                buf.extend_from_slice(data);
+                received(buf.len());
+            }
+        }
+        let body = buf.freeze();
+        if !status.is_success() {
+            return Err(UpstreamError::of_answer(
+                status,
+                &parts.headers,
+                path_and_query,
+                &body,
+            ));
+        }
+        Ok(body)
+    }
+
     /// `get_bytes` asking for the representations in `accept`.
     pub async fn get_bytes_accepting(
         &self,

@@ -272,6 +272,7 @@ impl TypeCodec {
                 .parse()
                 .map_err(|_| DecodeError::BadVersion(rv.clone()))?,
             continue_token: list.metadata.continue_token.filter(|c| !c.is_empty()),
+            remaining_item_count: list.metadata.remaining_item_count,
             entries,
         })
     }
@@ -283,11 +284,15 @@ struct ListMetaIn {
     resource_version: Option<String>,
     #[serde(rename = "continue")]
     continue_token: Option<String>,
+    #[serde(rename = "remainingItemCount")]
+    remaining_item_count: Option<i64>,
 }
 
 pub struct ParsedList {
     pub rv: u64,
     pub continue_token: Option<String>,
+    /// The objects after this page, when the upstream counts them.
+    pub remaining_item_count: Option<i64>,
     pub entries: Vec<Arc<Entry>>,
 }
 
