@@ -2,7 +2,148 @@
 //! kube-apiserver's where the meaning matches; label values come from enums
 //! or fixed strings. A leaf: it knows nothing of the modules that count.
 
-use metrics::{counter, gauge};
+use metrics::{
+    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit,
+};
+use std::time::Duration;
+
+/// `apiserver_request_duration_seconds`' buckets, as the apiserver's.
+pub const REQUEST_DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// The HELP text of every metric (and with it its TYPE before the first
+/// sample): call once the recorder is installed.
+pub fn describe() {
+    describe_counter!(
+        "apiserver_request_total",
+        "Counter of apiserver requests broken out for each verb, resource and HTTP response code; served_by tells the cache, the upstream and kubecache's own endpoints apart."
+    );
+    describe_histogram!(
+        "apiserver_request_duration_seconds",
+        Unit::Seconds,
+        "Response latency distribution in seconds for each verb and resource, to the response's headers (a watch: to its start); served_by tells the cache from the upstream."
+    );
+    describe_gauge!(
+        "apiserver_longrunning_requests",
+        "Gauge of all active long-running apiserver requests (watches) broken out by verb and resource."
+    );
+    describe_counter!(
+        "kubecache_consistency_checks_total",
+        "Counter of comparisons of a type's cache with the upstream, by resource and status (consistent, inconsistent, skipped, failed)."
+    );
+    describe_counter!(
+        "kubecache_cache_released_total",
+        "Counter of types' caches let go (too_large, idle); their reads are forwarded until cached again."
+    );
+    describe_counter!(
+        "kubecache_forwarded_requests_total",
+        "Counter of reads sent upstream instead of being served from the cache, by reason."
+    );
+    describe_counter!(
+        "kubecache_list_bodies_total",
+        "Counter of whole-list bodies served, kept from an earlier request or made."
+    );
+    describe_gauge!(
+        "kubecache_list_bodies_kept_bytes",
+        Unit::Bytes,
+        "Bytes the kept list bodies and gzip pieces hold (--max-kept-body-bytes)."
+    );
+    describe_gauge!(
+        "kubecache_body_buffers_idle_bytes",
+        Unit::Bytes,
+        "Bytes of big bodies' buffers waiting to be reused."
+    );
+    describe_gauge!(
+        "kubecache_bytes_in_flight",
+        Unit::Bytes,
+        "Bytes of the cache's answers held while their clients read them."
+    );
+    describe_gauge!(
+        "kubecache_bytes_in_flight_limit",
+        Unit::Bytes,
+        "The most the cache's answers may hold in flight (--max-bytes-in-flight); past it, 429."
+    );
+    describe_counter!(
+        "kubecache_body_allocation_failures_total",
+        "Counter of response bodies the allocator refused memory for (answered 429)."
+    );
+    describe_counter!(
+        "kubecache_body_buffers_reused_total",
+        "Counter of big bodies made in a buffer another body handed back."
+    );
+    describe_counter!(
+        "kubecache_gzip_list_bodies_total",
+        "Counter of gzipped list bodies, stitched from kept pieces or compressed whole."
+    );
+    describe_counter!(
+        "apiserver_watch_cache_events_received_total",
+        "Counter of events received by the watch cache, by resource and type."
+    );
+    describe_counter!(
+        "apiserver_watch_cache_initializations_total",
+        "Counter of watch cache initializations (lists and relists), by resource."
+    );
+    describe_gauge!(
+        "apiserver_watch_cache_capacity",
+        "Total capacity of the watch cache's history, by resource."
+    );
+    describe_gauge!("kubecache_cache_objects", "Objects a type's cache holds.");
+    describe_gauge!(
+        "kubecache_cache_bytes",
+        Unit::Bytes,
+        "The serialized bytes of the objects a type's cache holds."
+    );
+    describe_gauge!(
+        "kubecache_cache_history_events",
+        "Events a type's history keeps for watches and reads in the past."
+    );
+    describe_counter!(
+        "kubecache_reflector_errors_total",
+        "Counter of reflector errors, by resource and phase (list, watch, expired, ...)."
+    );
+    describe_counter!(
+        "apiserver_terminated_watchers_total",
+        "Counter of watchers closed due to unresponsiveness, by resource."
+    );
+    describe_counter!(
+        "authentication_attempts",
+        "Counter of authenticated attempts, by result."
+    );
+    describe_counter!(
+        "apiserver_authorization_decisions_total",
+        "Total number of terminal decisions made by an authorizer split by authorizer type, name, and decision."
+    );
+    describe_counter!(
+        "authentication_token_cache_request_total",
+        "Counter of token review cache lookups, by status (hit, miss)."
+    );
+    describe_counter!(
+        "authentication_token_cache_fetch_total",
+        "Counter of token reviews asked of the upstream, by status."
+    );
+    describe_counter!(
+        "kubecache_authorization_cache_requests_total",
+        "Counter of access review cache lookups, by status (hit, miss)."
+    );
+    describe_counter!(
+        "apiserver_authorization_webhook_evaluations_total",
+        "Round-trips to authorization webhooks (here: access reviews asked of the upstream), by result."
+    );
+    process().describe();
+}
+
+/// The process's own metrics (CPU, memory, descriptors, threads), read
+/// from /proc: collected at each scrape.
+pub fn collect_process() {
+    process().collect();
+}
+
+fn process() -> &'static metrics_process::Collector {
+    static COLLECTOR: std::sync::OnceLock<metrics_process::Collector> = std::sync::OnceLock::new();
+    COLLECTOR.get_or_init(metrics_process::Collector::default)
+}
 
 /// Who answered a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +163,9 @@ impl ServedBy {
     }
 }
 
-/// `apiserver_request_total`, with `served_by` telling cache from upstream.
-pub fn request(verb: &'static str, resource: &str, code: u16, served_by: ServedBy) {
+/// `apiserver_request_total` and `apiserver_request_duration_seconds`,
+/// with `served_by` telling cache from upstream.
+pub fn request(verb: &'static str, resource: &str, code: u16, served_by: ServedBy, took: Duration) {
     counter!(
         "apiserver_request_total",
         "verb" => verb,
@@ -32,6 +174,35 @@ pub fn request(verb: &'static str, resource: &str, code: u16, served_by: ServedB
         "served_by" => served_by.as_str()
     )
     .increment(1);
+    histogram!(
+        "apiserver_request_duration_seconds",
+        "verb" => verb,
+        "resource" => resource.to_string(),
+        "served_by" => served_by.as_str()
+    )
+    .record(took.as_secs_f64());
+}
+
+/// An open watch, counted in `apiserver_longrunning_requests` from its
+/// start until it is dropped.
+pub struct LongRunning(metrics::Gauge);
+
+impl LongRunning {
+    pub fn watch(resource: &str) -> Self {
+        let g = gauge!(
+            "apiserver_longrunning_requests",
+            "verb" => "WATCH",
+            "resource" => resource.to_string()
+        );
+        g.increment(1.0);
+        LongRunning(g)
+    }
+}
+
+impl Drop for LongRunning {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
 }
 
 /// One comparison of a type's cache with the upstream

@@ -472,8 +472,14 @@ async fn listen(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr
 
 async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
     let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            metrics_exporter_prometheus::Matcher::Full("apiserver_request_duration_seconds".into()),
+            &kubecache::metrics::REQUEST_DURATION_BUCKETS,
+        )
+        .map_err(CliError::Metrics)?
         .install_recorder()
         .map_err(CliError::Metrics)?;
+    kubecache::metrics::describe();
     let (listener, bound) = listen(cfg.listen).await?;
     // One pool of body buffers for the process.
     kubecache::encode::recycle::set_idle_limit(kubecache::encode::recycle::default_idle_limit(

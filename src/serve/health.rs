@@ -188,6 +188,7 @@ pub fn is_metrics(state: &ServeState, path: &str) -> bool {
 pub fn metrics(state: &ServeState) -> Response<Body> {
     let in_flight = &state.limits.in_flight;
     crate::metrics::bytes_in_flight(in_flight.used(), in_flight.limit());
+    crate::metrics::collect_process();
     let rendered = state
         .prometheus
         .as_ref()

@@ -47,6 +47,7 @@ use tokio::net::TcpListener;
 
 /// One request, phase by phase.
 pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Response<Body> {
+    let started = std::time::Instant::now();
     let mut request = Request::parse(req.method(), req.uri(), req.headers());
     let mut slot = None;
     let route = match auth::admit(&state.auth, &request) {
@@ -100,6 +101,7 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         request.resource_name(),
         resp.status().as_u16(),
         served_by,
+        started.elapsed(),
     );
     let resp = if request.verb == crate::request::Verb::Watch && resp.status().is_success() {
         let (parts, body) = resp.into_parts();
@@ -109,7 +111,8 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
         let body = drain::ending_at_drain(body, content_type, &state.drain);
-        Response::from_parts(parts, body)
+        let open = metrics::LongRunning::watch(request.resource_name());
+        Response::from_parts(parts, crate::body::holding(body, open))
     } else {
         resp
     };
