@@ -182,6 +182,15 @@ async fn kubectl_with_a_token_or_a_certificate_reads_and_writes_as_itself_and_no
         let (ok, _, err) = kubectl_as(&s.url(), &ca_file, &nobody, &["get", "--raw", "/metrics"]);
         assert!(!ok);
         assert!(err.contains(r#"User \"nobody\" cannot get path \"/metrics\""#) || err.contains("Forbidden"), "{err}");
+        // The status page, the same way.
+        let (ok, page, err) = kubectl_as(&s.url(), &ca_file, &admin, &["get", "--raw", "/debug/cache"]);
+        assert!(ok, "{err}");
+        // kubectl asks for JSON.
+        let page: serde_json::Value = serde_json::from_str(&page).unwrap();
+        assert!(page["types"].as_array().is_some_and(|t| !t.is_empty()), "{page}");
+        let (ok, _, err) = kubectl_as(&s.url(), &ca_file, &nobody, &["get", "--raw", "/debug/cache"]);
+        assert!(!ok);
+        assert!(err.contains(r#"User \"nobody\" cannot get path \"/debug/cache\""#) || err.contains("Forbidden"), "{err}");
 
         let log = s.log();
         assert!(log.contains("kubecache serving"), "{log}");

@@ -278,6 +278,11 @@ impl Cache {
         Some(p)
     }
 
+    /// The type's cache, if one was started.
+    pub fn existing(&self, gvr: &GroupVersionResource) -> Option<Arc<TypeCache>> {
+        self.types.get(gvr).map(|e| e.value().clone())
+    }
+
     /// Every type cache started so far, for readiness and metrics.
     pub fn all(&self) -> Vec<Arc<TypeCache>> {
         self.types.iter().map(|e| e.value().clone()).collect()

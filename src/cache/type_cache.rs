@@ -44,12 +44,60 @@ pub struct TypeCache {
     last_asked: AtomicU64,
     /// Its reflector's task, stopped when the type is let go.
     reflector: OnceLock<tokio::task::AbortHandle>,
+    /// What clients and the upstream did with it, for the status page.
+    pub activity: Activity,
 }
+
+/// What clients and the upstream did with a type, for `/debug/cache`.
+#[derive(Debug, Default)]
+pub struct Activity {
+    /// Reads answered from the cache.
+    pub served: AtomicU64,
+    /// Reads of the type sent upstream instead.
+    pub forwarded: AtomicU64,
+    /// When the upstream was last heard from for it (a list, an event or
+    /// a bookmark), in milliseconds of `clock_ms()`; 0: never.
+    heard: AtomicU64,
+    /// The reflector's last error and when (it stays after recovery).
+    last_error: std::sync::Mutex<Option<(String, std::time::SystemTime)>>,
+}
+
+impl Activity {
+    fn heard_now(&self) {
+        self.heard.store(clock_ms().max(1), Ordering::Relaxed);
+    }
+
+    /// How long since the upstream was last heard from for the type.
+    pub fn lag(&self) -> Option<Duration> {
+        match self.heard.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(Duration::from_millis(clock_ms().saturating_sub(at))),
+        }
+    }
+
+    pub fn last_error(&self) -> Option<(String, std::time::SystemTime)> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn failed(&self, why: &str) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((why.to_string(), std::time::SystemTime::now()));
+    }
+}
+
+static START: OnceLock<Instant> = OnceLock::new();
 
 /// Seconds since the first call: a coarse clock an atomic can hold.
 fn clock() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_secs()
+}
+
+/// The same clock in milliseconds.
+fn clock_ms() -> u64 {
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
 impl AsRef<Store> for TypeCache {
@@ -85,6 +133,7 @@ impl TypeCache {
             reported: AtomicUsize::new(0),
             last_asked: AtomicU64::new(clock()),
             reflector: OnceLock::new(),
+            activity: Activity::default(),
         }
     }
 
@@ -209,17 +258,20 @@ impl Writer for TypeCache {
         *self.codec.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(codec);
         self.store.replace(entries, rv);
         self.report_size();
+        self.activity.heard_now();
         self.synced.send_replace(true);
     }
 
     fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError> {
         self.store.apply(kind, entry)?;
         self.report_size();
+        self.activity.heard_now();
         Ok(())
     }
 
     fn advance(&self, rv: u64) {
         self.store.advance(rv);
+        self.activity.heard_now();
     }
 
     fn stats(&self) -> &ReflectorStats {
@@ -230,6 +282,9 @@ impl Writer for TypeCache {
         let mut c = self.condition.lock().unwrap_or_else(|e| e.into_inner());
         if *c == condition {
             return;
+        }
+        if let Condition::Failing(why) = &condition {
+            self.activity.failed(why);
         }
         // One line per change of state; a failing reflector's next error
         // is its own warning, not a new state.

@@ -25,6 +25,7 @@ pub mod read;
 pub mod respond;
 pub mod route;
 pub mod state;
+pub mod status_page;
 pub mod tls;
 pub mod watch;
 
@@ -68,6 +69,14 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
                 Ok(()) if health::is_metrics(&state, &request.path) => {
                     match auth::authorize_path(access, &request).await {
                         Ok(()) => return health::metrics(&state),
+                        Err(e) => Route::Refused(e.into()),
+                    }
+                }
+                Ok(())
+                    if request.path == status_page::PATH && req.method() == http::Method::GET =>
+                {
+                    match auth::authorize_path(access, &request).await {
+                        Ok(()) => return status_page::respond(&state, wants_json(&req)),
                         Err(e) => Route::Refused(e.into()),
                     }
                 }
@@ -121,6 +130,20 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         Some(slot) => limits::hold(resp, slot),
         None => resp,
     }
+}
+
+/// Whether the status page is asked for as JSON: an Accept that names
+/// `application/json` and not `text/html` (a browser's names both
+/// through `*/*`); anything else gets the HTML page.
+fn wants_json(req: &http::Request<Incoming>) -> bool {
+    let accept: Vec<&str> = req
+        .headers()
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    accept.iter().any(|v| v.contains("application/json"))
+        && !accept.iter().any(|v| v.contains("text/html"))
 }
 
 /// The body's declared length, if it declares one.

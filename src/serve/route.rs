@@ -89,16 +89,28 @@ pub async fn route(state: &ServeState, request: &Request) -> Route {
     if let Err(e) = super::auth::authorize_read(state.access.as_deref(), request).await {
         return Route::Refused(e.into());
     }
-    let read = match plan(&state.cache, state.consistent, request, target) {
-        Ok(read) => read,
-        Err(route) => return route,
+    let gvr = target.gvr.clone();
+    let route = match plan(&state.cache, state.consistent, request, target) {
+        Ok(read) => match read::execute(read, &state.limits.in_flight).await {
+            Ok(answer) => Route::Answered(answer),
+            Err(read::ReadError::Fallback(f)) => Route::Forward(ForwardReason::Fallback(f)),
+            Err(read::ReadError::Busy(e)) => Route::Refused(e.into()),
+            Err(e) => Route::Refused(e.into()),
+        },
+        Err(route) => route,
     };
-    match read::execute(read, &state.limits.in_flight).await {
-        Ok(answer) => Route::Answered(answer),
-        Err(read::ReadError::Fallback(f)) => Route::Forward(ForwardReason::Fallback(f)),
-        Err(read::ReadError::Busy(e)) => Route::Refused(e.into()),
-        Err(e) => Route::Refused(e.into()),
+    // Per type, for the status page: answered here, or sent upstream.
+    if let Some(tc) = state.cache.existing(&gvr) {
+        let counter = match &route {
+            Route::Answered(_) => Some(&tc.activity.served),
+            Route::Forward(_) => Some(&tc.activity.forwarded),
+            Route::Refused(_) => None,
+        };
+        if let Some(c) = counter {
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
+    route
 }
 
 /// The representation negotiated on `Accept`, if the cache can serve it:
