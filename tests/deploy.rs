@@ -160,3 +160,57 @@ fn the_sidecar_overlay_points_its_app_at_kubecache_on_loopback() {
     assert_eq!(up.url, "http://127.0.0.1:8001");
     dry_run(&yaml);
 }
+
+/// The image recipe agrees with the manifests that run it. No container
+/// registry can be reached from this machine kind, so the Dockerfile is
+/// not built here (README, "Deploying"); its build step is the release
+/// build CI's benchmarks make, and this checks the rest.
+#[test]
+fn the_dockerfile_runs_kubecache_as_the_manifests_expect() {
+    let text = std::fs::read_to_string(format!("{}/Dockerfile", env!("CARGO_MANIFEST_DIR")))
+        .expect("a Dockerfile at the top");
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let froms: Vec<&str> = lines.iter().filter(|l| l.starts_with("FROM ")).copied().collect();
+    assert!(froms.len() >= 2, "multi-stage: {froms:?}");
+    for f in &froms {
+        let image = f.split_whitespace().nth(1).unwrap();
+        assert!(image == "scratch" || image.contains(':'), "{image} is not pinned to a tag");
+    }
+    let last = froms.last().unwrap();
+    assert!(last.contains("distroless") && last.contains("nonroot"), "{last}");
+    // The runtime stage: what comes after its FROM.
+    let runtime = &lines[lines.iter().position(|l| l == last).unwrap()..];
+    let user = runtime
+        .iter()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("a USER");
+    let objs = objects(&render("standalone"));
+    let deployment = objs.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let run_as = container["securityContext"]["runAsUser"].as_u64().unwrap();
+    assert_eq!(user, format!("{run_as}:{run_as}"), "numeric, as runAsNonRoot checks");
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    let port = container["ports"][0]["containerPort"].as_u64().unwrap();
+    assert!(runtime.contains(&format!("EXPOSE {port}").as_str()), "{runtime:?}");
+    // The manifests pass their own args; the image's default is the same.
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let cmd = format!("CMD {}", serde_json::to_string(&args).unwrap());
+    assert!(
+        runtime.iter().any(|l| l.replace(", ", ",") == cmd),
+        "{cmd} in {runtime:?}"
+    );
+    assert!(runtime.contains(&r#"ENTRYPOINT ["/usr/local/bin/kubecache"]"#));
+    // Stripped, its debug info split off and linked.
+    assert!(text.contains("objcopy --only-keep-debug") && text.contains("--strip-all"));
+    assert!(text.contains("--add-gnu-debuglink"));
+    assert!(text.contains("cargo build --release --locked"));
+}
