@@ -50,7 +50,11 @@ fn dry_run(yaml: &str) {
     // Server-side dry run needs the namespace to exist for real.
     let (ok, _, err) = kubectl(&up, &["create", "namespace", "kubecache"], None);
     assert!(ok || err.contains("AlreadyExists"), "{err}");
-    let (ok, _, err) = kubectl(&up, &["apply", "--dry-run=server", "-f", "-"], Some(yaml));
+    // policy/v1 PodDisruptionBudgets are served from 1.21; the manifests
+    // are for current clusters, and v1.20 is asked about the same object
+    // as policy/v1beta1 (the same fields for what they use).
+    let yaml = yaml.replace("apiVersion: policy/v1\n", "apiVersion: policy/v1beta1\n");
+    let (ok, _, err) = kubectl(&up, &["apply", "--dry-run=server", "-f", "-"], Some(&yaml));
     assert!(ok, "dry run refused: {err}");
 }
 
@@ -78,12 +82,30 @@ fn the_standalone_overlay_renders_loads_and_is_accepted() {
             "ClusterRoleBinding",
             "ConfigMap",
             "Deployment",
+            "HorizontalPodAutoscaler",
             "Namespace",
             "NetworkPolicy",
+            "PodDisruptionBudget",
             "Service",
             "ServiceAccount"
         ]
     );
+    let of = |kind: &str| objs.iter().find(|o| o["kind"] == kind).unwrap();
+    let pod = &of("Deployment")["spec"]["template"];
+    assert_eq!(
+        pod["spec"]["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault",
+        "the restricted Pod Security level"
+    );
+    assert_eq!(pod["metadata"]["annotations"]["prometheus.io/scrape"], "true");
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(container["startupProbe"]["httpGet"]["path"], "/livez");
+    assert_eq!(
+        pod["spec"]["topologySpreadConstraints"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(of("PodDisruptionBudget")["spec"]["maxUnavailable"], 1);
+    assert_eq!(of("HorizontalPodAutoscaler")["spec"]["minReplicas"], 2);
     let files = config_files(&objs);
     let cfg = load_config(&files[0].1);
     assert_eq!(cfg.listen.as_deref(), Some("0.0.0.0:8443"));
