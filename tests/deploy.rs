@@ -50,11 +50,37 @@ fn dry_run(yaml: &str) {
     // Server-side dry run needs the namespace to exist for real.
     let (ok, _, err) = kubectl(&up, &["create", "namespace", "kubecache"], None);
     assert!(ok || err.contains("AlreadyExists"), "{err}");
-    // policy/v1 PodDisruptionBudgets are served from 1.21; the manifests
-    // are for current clusters, and v1.20 is asked about the same object
-    // as policy/v1beta1 (the same fields for what they use).
-    let yaml = yaml.replace("apiVersion: policy/v1\n", "apiVersion: policy/v1beta1\n");
-    let (ok, _, err) = kubectl(&up, &["apply", "--dry-run=server", "-f", "-"], Some(&yaml));
+    // The manifests are for current clusters; v1.20 is asked about what
+    // it can know. policy/v1 PodDisruptionBudgets are served from 1.21
+    // (v1beta1 has the fields used); a native sidecar (`restartPolicy:
+    // Always`, and probes, which only it may have among init containers)
+    // is from 1.28: v1.20 checks the rest of it as a plain init container,
+    // and the tests check those fields themselves.
+    let mut objs = objects(yaml);
+    for o in &mut objs {
+        if o["kind"] == "PodDisruptionBudget" && o["apiVersion"] == "policy/v1" {
+            o["apiVersion"] = "policy/v1beta1".into();
+        }
+        if let Some(inits) = o
+            .pointer_mut("/spec/template/spec/initContainers")
+            .and_then(|v| v.as_array_mut())
+        {
+            for c in inits {
+                let c = c.as_object_mut().unwrap();
+                if c.remove("restartPolicy").is_some() {
+                    for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
+                        c.remove(probe);
+                    }
+                }
+            }
+        }
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objs});
+    let (ok, _, err) = kubectl(
+        &up,
+        &["apply", "--dry-run=server", "-f", "-"],
+        Some(&list.to_string()),
+    );
     assert!(ok, "dry run refused: {err}");
 }
 
@@ -93,15 +119,20 @@ fn the_standalone_overlay_renders_loads_and_is_accepted() {
     let of = |kind: &str| objs.iter().find(|o| o["kind"] == kind).unwrap();
     let pod = &of("Deployment")["spec"]["template"];
     assert_eq!(
-        pod["spec"]["securityContext"]["seccompProfile"]["type"],
-        "RuntimeDefault",
+        pod["spec"]["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
         "the restricted Pod Security level"
     );
-    assert_eq!(pod["metadata"]["annotations"]["prometheus.io/scrape"], "true");
+    assert_eq!(
+        pod["metadata"]["annotations"]["prometheus.io/scrape"],
+        "true"
+    );
     let container = &pod["spec"]["containers"][0];
     assert_eq!(container["startupProbe"]["httpGet"]["path"], "/livez");
     assert_eq!(
-        pod["spec"]["topologySpreadConstraints"].as_array().unwrap().len(),
+        pod["spec"]["topologySpreadConstraints"]
+            .as_array()
+            .unwrap()
+            .len(),
         2
     );
     assert_eq!(of("PodDisruptionBudget")["spec"]["maxUnavailable"], 1);
@@ -180,6 +211,36 @@ fn the_sidecar_overlay_points_its_app_at_kubecache_on_loopback() {
         kubecache::upstream::kubeconfig::from_kubeconfig(Path::new(&dir.join("kubeconfig")), None)
             .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(up.url, "http://127.0.0.1:8001");
+    // A native sidecar, started before the app and probed on loopback by
+    // `kubecache probe` (cli/tests/probe.rs).
+    let pod = &objs.iter().find(|o| o["kind"] == "Deployment").unwrap()["spec"]["template"]["spec"];
+    let sidecar = &pod["initContainers"][0];
+    assert_eq!(sidecar["name"], "kubecache");
+    assert_eq!(sidecar["restartPolicy"], "Always");
+    assert_eq!(
+        sidecar["startupProbe"]["exec"]["command"],
+        serde_json::json!([
+            "/usr/local/bin/kubecache",
+            "probe",
+            "http://127.0.0.1:8001/livez"
+        ])
+    );
+    assert_eq!(
+        sidecar["readinessProbe"]["exec"]["command"][2],
+        "http://127.0.0.1:8001/readyz"
+    );
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    assert!(
+        pod["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["name"] != "kubecache"),
+        "kubecache is not among the app's containers"
+    );
     dry_run(&yaml);
 }
 
@@ -196,14 +257,24 @@ fn the_dockerfile_runs_kubecache_as_the_manifests_expect() {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
-    let froms: Vec<&str> = lines.iter().filter(|l| l.starts_with("FROM ")).copied().collect();
+    let froms: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("FROM "))
+        .copied()
+        .collect();
     assert!(froms.len() >= 2, "multi-stage: {froms:?}");
     for f in &froms {
         let image = f.split_whitespace().nth(1).unwrap();
-        assert!(image == "scratch" || image.contains(':'), "{image} is not pinned to a tag");
+        assert!(
+            image == "scratch" || image.contains(':'),
+            "{image} is not pinned to a tag"
+        );
     }
     let last = froms.last().unwrap();
-    assert!(last.contains("distroless") && last.contains("nonroot"), "{last}");
+    assert!(
+        last.contains("distroless") && last.contains("nonroot"),
+        "{last}"
+    );
     // The runtime stage: what comes after its FROM.
     let runtime = &lines[lines.iter().position(|l| l == last).unwrap()..];
     let user = runtime
@@ -214,10 +285,17 @@ fn the_dockerfile_runs_kubecache_as_the_manifests_expect() {
     let deployment = objs.iter().find(|o| o["kind"] == "Deployment").unwrap();
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     let run_as = container["securityContext"]["runAsUser"].as_u64().unwrap();
-    assert_eq!(user, format!("{run_as}:{run_as}"), "numeric, as runAsNonRoot checks");
+    assert_eq!(
+        user,
+        format!("{run_as}:{run_as}"),
+        "numeric, as runAsNonRoot checks"
+    );
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
     let port = container["ports"][0]["containerPort"].as_u64().unwrap();
-    assert!(runtime.contains(&format!("EXPOSE {port}").as_str()), "{runtime:?}");
+    assert!(
+        runtime.contains(&format!("EXPOSE {port}").as_str()),
+        "{runtime:?}"
+    );
     // The manifests pass their own args; the image's default is the same.
     let args: Vec<&str> = container["args"]
         .as_array()
