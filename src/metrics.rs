@@ -393,3 +393,62 @@ pub fn review_cache(review: &'static str, asked: bool, ok: bool) {
         }
     }
 }
+
+#[cfg(test)]
+mod dashboard_tests {
+    /// The families this module describes, read off its own source.
+    fn described() -> Vec<String> {
+        let src = include_str!("metrics.rs");
+        src.split("describe_")
+            .skip(1)
+            .filter_map(|s| {
+                let s = s
+                    .strip_prefix("counter!(")
+                    .or_else(|| s.strip_prefix("gauge!("))
+                    .or_else(|| s.strip_prefix("histogram!("))?;
+                let start = s.find('"')? + 1;
+                let end = start + s[start..].find('"')?;
+                Some(s[start..end].to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_metric_the_grafana_dashboard_queries_is_one_kubecache_exports() {
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../deploy/grafana/kubecache.json")).unwrap();
+        let described = described();
+        assert!(described.len() > 20, "{described:?}");
+        let mut queried = 0;
+        for panel in dashboard["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().unwrap() {
+                let expr = target["expr"].as_str().unwrap();
+                // Metric names: identifiers followed by a selector.
+                for (i, _) in expr.match_indices('{') {
+                    let name: String = expr[..i]
+                        .chars()
+                        .rev()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect();
+                    if name.is_empty() || name == "by" {
+                        continue;
+                    }
+                    let family = ["_bucket", "_count", "_sum"]
+                        .iter()
+                        .find_map(|s| name.strip_suffix(s))
+                        .unwrap_or(&name);
+                    queried += 1;
+                    assert!(
+                        described.iter().any(|d| d == family) || family.starts_with("process_"),
+                        "{name} in {:?} is not a metric kubecache exports",
+                        panel["title"]
+                    );
+                }
+            }
+        }
+        assert!(queried >= 16, "{queried}");
+    }
+}
