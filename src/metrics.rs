@@ -82,6 +82,32 @@ pub fn describe() {
         "Counter of events received by the watch cache, by resource and type."
     );
     describe_counter!(
+        "apiserver_watch_cache_events_dispatched_total",
+        "Counter of events dispatched in watch cache broken by resource type."
+    );
+    describe_gauge!(
+        "apiserver_watch_cache_resource_version",
+        "Current resource version of watch cache broken by resource type."
+    );
+    describe_gauge!(
+        "kubecache_cache_lag_seconds",
+        Unit::Seconds,
+        "Seconds since the upstream was last heard from for the type (a list, an event or a bookmark): how stale its cache may be."
+    );
+    describe_gauge!(
+        "kubecache_reflector_state",
+        "The type's reflector state: 1 for the state it is in, 0 for the others."
+    );
+    describe_counter!(
+        "kubecache_upstream_requests_total",
+        "Counter of requests kubecache made of the upstream (its own and forwarded), by verb and code (error: no answer)."
+    );
+    describe_counter!(
+        "kubecache_gzip_bytes_total",
+        Unit::Bytes,
+        "Bytes gzipped for responses: in (plain) and out (compressed)."
+    );
+    describe_counter!(
         "apiserver_watch_cache_initializations_total",
         "Counter of watch cache initializations (lists and relists), by resource."
     );
@@ -289,6 +315,61 @@ pub fn gzip_list(how: GzipHow) {
         GzipHow::Whole => "whole",
     };
     counter!("kubecache_gzip_list_bodies_total", "how" => how).increment(1);
+}
+
+/// An event the cache dispatched to its watchers (once per event, as the
+/// cacher counts them).
+pub fn event_dispatched(resource: &str) {
+    counter!("apiserver_watch_cache_events_dispatched_total", "resource" => resource.to_string())
+        .increment(1);
+}
+
+/// The resourceVersion a type's cache is at.
+pub fn cache_resource_version(resource: &str, rv: u64) {
+    gauge!("apiserver_watch_cache_resource_version", "resource" => resource.to_string())
+        .set(rv as f64);
+}
+
+/// Set at each scrape, per type: seconds since the upstream was last
+/// heard from for it (a list, an event or a bookmark), and its reflector's
+/// state (1 for the one it is in, 0 for the others).
+pub fn type_state(resource: &str, lag: Option<Duration>, state: &'static str) {
+    if let Some(lag) = lag {
+        gauge!("kubecache_cache_lag_seconds", "resource" => resource.to_string())
+            .set(lag.as_secs_f64());
+    }
+    for s in REFLECTOR_STATES {
+        gauge!("kubecache_reflector_state", "resource" => resource.to_string(), "state" => s)
+            .set(if s == state { 1.0 } else { 0.0 });
+    }
+}
+
+/// Every state `kubecache_reflector_state` reports (`Condition::name`).
+pub const REFLECTOR_STATES: [&str; 6] = [
+    "starting",
+    "listing",
+    "watching",
+    "refused",
+    "failing",
+    "too-large",
+];
+
+/// A request kubecache made of the upstream (its own or forwarded), by
+/// method and the status it got (`error`: none).
+pub fn upstream_request(method: &str, code: Option<u16>) {
+    counter!(
+        "kubecache_upstream_requests_total",
+        "verb" => method.to_string(),
+        "code" => code.map_or_else(|| "error".to_string(), |c| c.to_string())
+    )
+    .increment(1);
+}
+
+/// Bytes gzipped: `plain` in, `compressed` out (stitched bodies count
+/// their pieces' plain bytes).
+pub fn gzip_bytes(plain: usize, compressed: usize) {
+    counter!("kubecache_gzip_bytes_total", "direction" => "in").increment(plain as u64);
+    counter!("kubecache_gzip_bytes_total", "direction" => "out").increment(compressed as u64);
 }
 
 /// An event the cache received; `kind` is the watch event's type

@@ -47,6 +47,13 @@ async fn metrics_have_help_type_the_apiservers_buckets_and_values_that_move() {
         }
         // Forwarded: /version is not cached.
         assert_eq!(get(&format!("{url}/version")).await.status, 200);
+        // Gzipped (the list is over the 128 KiB threshold).
+        let (status, _, _) = fetch_with(
+            &format!("{url}/api/v1/pods?resourceVersion=0&limit=0"),
+            &[("accept", "application/json"), ("accept-encoding", "gzip")],
+        )
+        .await;
+        assert_eq!(status, 200);
         let watch = request(
             &format!("{url}/api/v1/namespaces/default/pods?watch=true&resourceVersion=0"),
             "application/json",
@@ -63,6 +70,11 @@ async fn metrics_have_help_type_the_apiservers_buckets_and_values_that_move() {
             ("kubecache_cache_objects", "gauge"),
             ("kubecache_cache_bytes", "gauge"),
             ("kubecache_bytes_in_flight", "gauge"),
+            ("apiserver_watch_cache_resource_version", "gauge"),
+            ("kubecache_cache_lag_seconds", "gauge"),
+            ("kubecache_reflector_state", "gauge"),
+            ("kubecache_upstream_requests_total", "counter"),
+            ("kubecache_gzip_bytes_total", "counter"),
             ("process_cpu_seconds_total", "counter"),
             ("process_resident_memory_bytes", "gauge"),
             ("process_open_fds", "gauge"),
@@ -78,7 +90,8 @@ async fn metrics_have_help_type_the_apiservers_buckets_and_values_that_move() {
             );
         }
         let lists = r#"verb="LIST",resource="pods",code="200",served_by="cache""#;
-        assert_eq!(m[&format!("apiserver_request_total{{{lists}}}")], 3.0, "{text}");
+        // Three lists and the gzipped one.
+        assert_eq!(m[&format!("apiserver_request_total{{{lists}}}")], 4.0, "{text}");
         let buckets: Vec<&str> = text
             .lines()
             .filter(|l| {
@@ -95,7 +108,7 @@ async fn metrics_have_help_type_the_apiservers_buckets_and_values_that_move() {
             ]
         );
         let count = r#"apiserver_request_duration_seconds_count{verb="LIST",resource="pods",served_by="cache"}"#;
-        assert_eq!(m[count], 3.0);
+        assert_eq!(m[count], 4.0);
         assert!(
             m.keys().any(|k| k.starts_with("apiserver_request_total{")
                 && k.contains(r#"served_by="upstream""#)),
@@ -104,6 +117,16 @@ async fn metrics_have_help_type_the_apiservers_buckets_and_values_that_move() {
         let open = r#"apiserver_longrunning_requests{verb="WATCH",resource="pods"}"#;
         assert_eq!(m[open], 1.0, "{text}");
         assert_eq!(m[r#"kubecache_cache_objects{resource="v1/pods"}"#], 100.0);
+        assert!(m[r#"apiserver_watch_cache_resource_version{resource="v1/pods"}"#] > 0.0);
+        assert!(m[r#"kubecache_cache_lag_seconds{resource="v1/pods"}"#] < 60.0);
+        assert_eq!(m[r#"kubecache_reflector_state{resource="v1/pods",state="watching"}"#], 1.0);
+        assert_eq!(m[r#"kubecache_reflector_state{resource="v1/pods",state="listing"}"#], 0.0);
+        assert!(m[r#"kubecache_upstream_requests_total{verb="GET",code="200"}"#] >= 3.0, "{text}");
+        let (gz_in, gz_out) = (
+            m[r#"kubecache_gzip_bytes_total{direction="in"}"#],
+            m[r#"kubecache_gzip_bytes_total{direction="out"}"#],
+        );
+        assert!(gz_in > 128.0 * 1024.0 && gz_out > 0.0 && gz_out < gz_in, "{gz_in} {gz_out}");
         assert!(m["process_resident_memory_bytes"] > 1e6);
         assert!(m["process_open_fds"] >= 3.0);
         let cpu = m["process_cpu_seconds_total"];
@@ -115,7 +138,7 @@ async fn metrics_have_help_type_the_apiservers_buckets_and_values_that_move() {
         loop {
             let (_, m) = scrape(&url).await;
             if m[open] == 0.0 {
-                assert_eq!(m[&format!("apiserver_request_total{{{lists}}}")], 4.0);
+                assert_eq!(m[&format!("apiserver_request_total{{{lists}}}")], 5.0);
                 assert!(m["process_cpu_seconds_total"] >= cpu);
                 break;
             }

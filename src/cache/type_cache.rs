@@ -218,6 +218,7 @@ impl TypeCache {
 
     /// What the type's cache holds, for the size metrics.
     fn report_size(&self) {
+        metrics::cache_resource_version(&self.rt.gvr.to_string(), self.store.rv());
         let (objects, bytes) = self.store.size();
         self.cached
             .changed(self.reported.swap(bytes, Ordering::Relaxed), bytes);
@@ -264,6 +265,7 @@ impl Writer for TypeCache {
 
     fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError> {
         self.store.apply(kind, entry)?;
+        metrics::event_dispatched(&self.rt.gvr.to_string());
         self.report_size();
         self.activity.heard_now();
         Ok(())
@@ -271,6 +273,7 @@ impl Writer for TypeCache {
 
     fn advance(&self, rv: u64) {
         self.store.advance(rv);
+        metrics::cache_resource_version(&self.rt.gvr.to_string(), self.store.rv());
         self.activity.heard_now();
     }
 

@@ -189,6 +189,13 @@ pub fn metrics(state: &ServeState) -> Response<Body> {
     let in_flight = &state.limits.in_flight;
     crate::metrics::bytes_in_flight(in_flight.used(), in_flight.limit());
     crate::metrics::collect_process();
+    for tc in state.cache.all() {
+        crate::metrics::type_state(
+            &tc.rt.gvr.to_string(),
+            tc.activity.lag(),
+            tc.condition().name(),
+        );
+    }
     let rendered = state
         .prometheus
         .as_ref()

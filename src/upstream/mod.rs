@@ -362,6 +362,7 @@ impl Upstream {
             }
             client = c.1.clone();
         }
+        let method = req.method().clone();
         let request = client.request(req);
         let resp = match &self.runtime {
             // A socket answers to the runtime it was opened on, so the
@@ -369,9 +370,14 @@ impl Upstream {
             Some(rt) => rt
                 .spawn(request)
                 .await
-                .map_err(|_| UpstreamError::Stopped)??,
-            None => request.await?,
+                .map_err(|_| UpstreamError::Stopped)?,
+            None => request.await,
         };
+        crate::metrics::upstream_request(
+            method.as_str(),
+            resp.as_ref().ok().map(|r| r.status().as_u16()),
+        );
+        let resp = resp?;
         if resp.status() == StatusCode::UNAUTHORIZED {
             self.auth.unauthorized(presented.generation);
         }

@@ -27,7 +27,9 @@ pub fn gzip_at(body: &[u8], level: Compression) -> Result<Bytes, NoMemory> {
     let mut enc = GzEncoder::new(Fallible(recycle::buffer(body.len() / 8)?), level);
     let refused = |e| refused(e, body.len());
     enc.write_all(body).map_err(refused)?;
-    Ok(recycle::freeze(enc.finish().map_err(refused)?.0))
+    let out = recycle::freeze(enc.finish().map_err(refused)?.0);
+    crate::metrics::gzip_bytes(body.len(), out.len());
+    Ok(out)
 }
 
 /// The [`NoMemory`] a `Fallible` failed with: the only error writing to
@@ -153,6 +155,7 @@ pub fn stitch<'a>(pieces: impl IntoIterator<Item = &'a Piece> + Clone) -> Result
     out.extend_from_slice(&crc.to_le_bytes());
     // ISIZE is the length modulo 2^32.
     out.extend_from_slice(&(plain as u32).to_le_bytes());
+    crate::metrics::gzip_bytes(plain as usize, out.len());
     Ok(recycle::freeze(out))
 }
 
