@@ -6,19 +6,9 @@ mod running;
 
 /// `kubecache serve` with these environment variables: its first log line.
 fn starting_line(env: &[(&str, &str)]) -> String {
-    let mut cmd = running::kubecache();
-    // Nothing listens on port 1: serve starts all the same, forwarding.
-    cmd.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        "http://127.0.0.1:1",
-    ])
-    .env_remove("MALLOC_ARENA_MAX")
-    .env_remove("GLIBC_TUNABLES")
-    .envs(env.iter().copied());
-    let kc = running::spawn(cmd, "kubecache serving");
+    let kc = running::serve_nowhere(|c| {
+        c.envs(env.iter().copied());
+    });
     kc.log().lines().next().unwrap_or_default().to_string()
 }
 

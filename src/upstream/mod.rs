@@ -445,16 +445,7 @@ impl Upstream {
                 received(buf.len());
             }
         }
-        let body = buf.freeze();
-        if !status.is_success() {
-            return Err(UpstreamError::of_answer(
-                status,
-                &parts.headers,
-                path_and_query,
-                &body,
-            ));
-        }
-        Ok(body)
+        Self::answered(status, &parts.headers, path_and_query, buf.freeze())
     }
 
     /// `get_bytes` asking for the representations in `accept`.
@@ -470,14 +461,20 @@ impl Upstream {
     async fn whole(resp: Response<Incoming>, path: &str) -> Result<Bytes, UpstreamError> {
         let status = resp.status();
         let (parts, body) = resp.into_parts();
+        // Frames kept and joined once: a one-frame body is not copied.
         let body = body.collect().await?.to_bytes();
+        Self::answered(status, &parts.headers, path, body)
+    }
+
+    /// The body of a success, else the upstream's error for its answer.
+    fn answered(
+        status: StatusCode,
+        headers: &http::HeaderMap,
+        path: &str,
+        body: Bytes,
+    ) -> Result<Bytes, UpstreamError> {
         if !status.is_success() {
-            return Err(UpstreamError::of_answer(
-                status,
-                &parts.headers,
-                path,
-                &body,
-            ));
+            return Err(UpstreamError::of_answer(status, headers, path, &body));
         }
         Ok(body)
     }

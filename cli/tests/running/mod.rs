@@ -70,6 +70,25 @@ fn listen_of(line: &str) -> Option<String> {
         })
 }
 
+/// `kubecache serve` in front of nothing (port 1: it serves all the same,
+/// forwarding), with none of the environment's choices of log format or
+/// allocator, set up further by `setup`.
+pub fn serve_nowhere(setup: impl FnOnce(&mut Command)) -> Running {
+    let mut cmd = kubecache();
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "http://127.0.0.1:1",
+    ])
+    .env_remove("KUBECACHE_LOG_FORMAT")
+    .env_remove("MALLOC_ARENA_MAX")
+    .env_remove("GLIBC_TUNABLES");
+    setup(&mut cmd);
+    spawn(cmd, "kubecache serving")
+}
+
 /// `kubecache sim` with `pods` pods.
 pub fn sim(pods: usize) -> Running {
     let pods = pods.to_string();
