@@ -74,7 +74,10 @@ pub struct Sim {
     pub types: BTreeMap<GroupVersionResource, Arc<SimType>>,
     /// The etcd revision: every write anywhere takes the next one.
     revision: AtomicU64,
-    write_lock: Mutex<()>,
+    /// Held by every write, so that revisions are applied in order; what it
+    /// guards is the buffer each object is written into before the store
+    /// copies it, kept between writes (see `commit`).
+    write_lock: Mutex<Vec<u8>>,
     generator: Mutex<Generator>,
     pub faults: Arc<Faults>,
     /// Watch requests answered, for tests that count upstream load.
@@ -214,7 +217,7 @@ impl Sim {
         let sim = Arc::new(Sim {
             types,
             revision: AtomicU64::new(1),
-            write_lock: Mutex::new(()),
+            write_lock: Mutex::new(Vec::new()),
             generator: Mutex::new(Generator::new(opts.seed)),
             faults: Arc::default(),
             watches_served: AtomicU64::new(0),
@@ -344,7 +347,7 @@ impl Sim {
         key: &str,
         make: impl FnOnce(Option<&Arc<Entry>>) -> Result<Value, WriteError>,
     ) -> Result<Arc<Entry>, WriteError> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buf = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let have = t.store.get(key);
         let obj = make(have.as_ref())?;
         let rv = self.revision() + 1;
@@ -376,12 +379,14 @@ impl Sim {
             }
         }
         set_resource_version(&mut out, rv);
-        let bytes = serde_json::to_vec(&out).map_err(WriteError::Unwritable)?;
-        let entry = Arc::new(
-            t.codec
-                .from_object(&bytes)
-                .map_err(WriteError::Undecodable)?,
-        );
+        // Written into the kept buffer, which the codec copies to the
+        // object's exact size: a fresh `to_vec` grew (and freed) a buffer
+        // of each size up to twice the object's, per write, and that churn
+        // of kilobyte blocks between the objects kept made glibc's malloc
+        // slower the more objects there were.
+        buf.clear();
+        serde_json::to_writer(&mut *buf, &out).map_err(WriteError::Unwritable)?;
+        let entry = Arc::new(t.codec.from_object(&buf).map_err(WriteError::Undecodable)?);
         t.store
             .apply(kind, entry.clone())
             .map_err(WriteError::Store)?;
