@@ -1,6 +1,6 @@
 //! The `kubecache` command limits glibc's malloc arenas at start (see
 //! `cli/src/malloc.rs`), unless the environment chose a number, and says
-//! which in its first log line.
+//! which in its first log line; `kubecache sim` also deepens its tcache.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -66,5 +66,64 @@ fn an_operators_arena_max_tunable_is_left_as_it_is() {
     assert!(
         line.contains("malloc_arenas=as the environment sets"),
         "{line}"
+    );
+}
+
+/// The environment `kubecache sim` runs with once it has started (it
+/// runs itself again with the simulator's tunables first): read from
+/// /proc once it has written its first log line.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn sim_tunables(env: &[(&str, &str)]) -> Option<String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubecache"))
+        .args(["sim", "--listen", "127.0.0.1:0", "--pods", "1"])
+        .env("NO_COLOR", "1")
+        .env("KUBECACHE_LOG", "info")
+        .env_remove("GLIBC_TUNABLES")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the simulator starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let first = BufReader::new(stderr).lines().map_while(Result::ok).next();
+        let _ = tx.send(first);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(30));
+    let environ = std::fs::read(format!("/proc/{}/environ", child.id()));
+    let _ = child.kill();
+    let _ = child.wait();
+    line.expect("a log line within 30 s")
+        .expect("the simulator writes a log line");
+    environ
+        .expect("its environment")
+        .split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"GLIBC_TUNABLES="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+/// Generating a million pods was malloc-bound with glibc's default
+/// tcache (see `cli/src/malloc.rs`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_simulator_runs_with_a_deeper_malloc_tcache_added_to_the_operators_tunables() {
+    assert_eq!(
+        sim_tunables(&[]).as_deref(),
+        Some("glibc.malloc.tcache_count=1024")
+    );
+    assert_eq!(
+        sim_tunables(&[("GLIBC_TUNABLES", "glibc.malloc.arena_max=4")]).as_deref(),
+        Some("glibc.malloc.arena_max=4:glibc.malloc.tcache_count=1024")
+    );
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn an_operators_tcache_count_is_left_as_it_is_by_the_simulator() {
+    assert_eq!(
+        sim_tunables(&[("GLIBC_TUNABLES", "glibc.malloc.tcache_count=7")]).as_deref(),
+        Some("glibc.malloc.tcache_count=7")
     );
 }
