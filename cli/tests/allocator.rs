@@ -97,11 +97,18 @@ fn sim_tunables(env: &[(&str, &str)]) -> Option<String> {
     let _ = child.wait();
     line.expect("a log line within 30 s")
         .expect("the simulator writes a log line");
-    environ
-        .expect("its environment")
+    let environ = environ.expect("its environment");
+    // glibc (2.36) ends each tunable it reads with a NUL in place: the
+    // variable's pieces that follow it are tunables of its own.
+    let mut parts = environ
         .split(|b| *b == 0)
-        .find_map(|kv| kv.strip_prefix(b"GLIBC_TUNABLES="))
-        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .skip_while(|kv| !kv.starts_with(b"GLIBC_TUNABLES="));
+    let first = parts.next()?.strip_prefix(b"GLIBC_TUNABLES=")?;
+    let pieces: Vec<String> = std::iter::once(first)
+        .chain(parts.take_while(|p| p.starts_with(b"glibc.")))
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    Some(pieces.join(":"))
 }
 
 /// Generating a million pods was malloc-bound with glibc's default
