@@ -601,6 +601,54 @@ mod tests {
         );
     }
 
+    /// An upstream that answers every request with a chunked body of
+    /// `pieces`, `gap` apart, then stays silent if `hang`.
+    async fn trickling(pieces: usize, gap: Duration, hang: bool) -> Arc<Upstream> {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    read_request(&mut conn).await;
+                    let head = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
+                    conn.write_all(head.as_bytes()).await.unwrap();
+                    for _ in 0..pieces {
+                        tokio::time::sleep(gap).await;
+                        conn.write_all(b"1\r\nx\r\n").await.unwrap();
+                    }
+                    if hang {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                    }
+                    conn.write_all(b"0\r\n\r\n").await.unwrap();
+                });
+            }
+        });
+        Upstream::new(&UpstreamConfig::new(&url).unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_body_still_arriving_past_the_silence_allowed_is_read_whole() {
+        // 8 pieces 100 ms apart: 800 ms in all, never 300 ms silent.
+        let up = trickling(8, Duration::from_millis(100), false).await;
+        let got = up
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300))
+            .await;
+        assert_eq!(&got.expect("not silent").unwrap()[..], b"xxxxxxxx");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_goes_silent_is_given_up() {
+        let up = trickling(2, Duration::from_millis(10), true).await;
+        let started = std::time::Instant::now();
+        let got = up
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300))
+            .await;
+        assert!(got.is_none(), "{got:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
     #[test]
     fn an_error_answer_keeps_its_retry_after() {
         let e =
