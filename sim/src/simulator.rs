@@ -751,6 +751,39 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Churn picks its pod from the keys it read, not by walking the
+    /// store each step: the same pod the walk found (the step × 7919th in
+    /// key order), and a pod created since is among those it picks from.
+    #[test]
+    fn churn_updates_the_nth_pod_in_key_order_from_keys_read_once_per_change() {
+        let sim = Sim::new(&SimOptions {
+            pods: 50,
+            configmaps: 0,
+            ..Default::default()
+        });
+        let t = sim.type_of("", "v1", "pods").unwrap().clone();
+        let nth = |step: u64| -> String {
+            let snap = t.store.current();
+            let idx = (step as usize * 7919) % snap.items.len();
+            let key = snap.items.iter().nth(idx).unwrap().key.to_string();
+            key
+        };
+        for step in 1..=5 {
+            let want = nth(step);
+            let before = t.store.get(&want).unwrap().rv;
+            sim.churn_once(step);
+            assert!(
+                t.store.get(&want).unwrap().rv > before,
+                "step {step}: {want}"
+            );
+        }
+        assert_eq!(sim.churn_keys.lock().unwrap().len(), 50);
+        let pod = json!({"metadata": {"name": "a-new-one"}, "spec": {"containers": []}});
+        sim.create(&t, Some("default"), pod).unwrap();
+        sim.churn_once(6);
+        assert_eq!(sim.churn_keys.lock().unwrap().len(), 51);
+    }
+
     /// A write lands between reading the revision and reading the objects
     /// often enough under a busy writer: each most-recent read must still
     /// be the state exactly at the revision it is labelled with.
