@@ -684,6 +684,10 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    if matches!(cli.command, Command::Sim(_)) {
+        // Before any thread starts: the exec replaces this process.
+        malloc::rerun_with_sim_tcache();
+    }
     match run(cli.command, cli.log_format, arenas_limited) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -74,8 +74,13 @@ pub struct Sim {
     pub types: BTreeMap<GroupVersionResource, Arc<SimType>>,
     /// The etcd revision: every write anywhere takes the next one.
     revision: AtomicU64,
-    write_lock: Mutex<()>,
+    /// Held by every write, so that revisions are applied in order; what it
+    /// guards is the buffer each object is written into before the store
+    /// copies it, kept between writes (see `commit`).
+    write_lock: Mutex<Vec<u8>>,
     generator: Mutex<Generator>,
+    /// The pods' keys in order, for churn (`churn_pick`).
+    churn_keys: Mutex<Vec<Box<str>>>,
     pub faults: Arc<Faults>,
     /// Watch requests answered, for tests that count upstream load.
     pub watches_served: AtomicU64,
@@ -214,8 +219,9 @@ impl Sim {
         let sim = Arc::new(Sim {
             types,
             revision: AtomicU64::new(1),
-            write_lock: Mutex::new(()),
+            write_lock: Mutex::new(Vec::new()),
             generator: Mutex::new(Generator::new(opts.seed)),
+            churn_keys: Mutex::default(),
             faults: Arc::default(),
             watches_served: AtomicU64::new(0),
             watch_list: opts.watch_list,
@@ -344,7 +350,7 @@ impl Sim {
         key: &str,
         make: impl FnOnce(Option<&Arc<Entry>>) -> Result<Value, WriteError>,
     ) -> Result<Arc<Entry>, WriteError> {
-        let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buf = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let have = t.store.get(key);
         let obj = make(have.as_ref())?;
         let rv = self.revision() + 1;
@@ -376,12 +382,14 @@ impl Sim {
             }
         }
         set_resource_version(&mut out, rv);
-        let bytes = serde_json::to_vec(&out).map_err(WriteError::Unwritable)?;
-        let entry = Arc::new(
-            t.codec
-                .from_object(&bytes)
-                .map_err(WriteError::Undecodable)?,
-        );
+        // Written into the kept buffer, which the codec copies to the
+        // object's exact size: a fresh `to_vec` grew (and freed) a buffer
+        // of each size up to twice the object's, per write, and that churn
+        // of kilobyte blocks between the objects kept made glibc's malloc
+        // slower the more objects there were.
+        buf.clear();
+        serde_json::to_writer(&mut *buf, &out).map_err(WriteError::Unwritable)?;
+        let entry = Arc::new(t.codec.from_object(&buf).map_err(WriteError::Undecodable)?);
         t.store
             .apply(kind, entry.clone())
             .map_err(WriteError::Store)?;
@@ -493,15 +501,10 @@ impl Sim {
         let Some(t) = self.type_of("", "v1", "pods").cloned() else {
             return;
         };
-        let snap = t.store.current();
-        if snap.items.is_empty() {
-            return;
-        }
-        let idx = (step as usize * 7919) % snap.items.len();
-        let Some(e) = snap.items.iter().nth(idx) else {
+        let Some(e) = self.churn_pick(&t, step) else {
             return;
         };
-        let Ok(mut obj) = serde_json::from_slice::<Value>(&t.codec.object_bytes(e)) else {
+        let Ok(mut obj) = serde_json::from_slice::<Value>(&t.codec.object_bytes(&e)) else {
             return;
         };
         if let Some(labels) = obj
@@ -514,6 +517,36 @@ impl Sim {
             *cs = Value::from(cs.as_u64().unwrap_or(0) + (step % 2));
         }
         let _ = self.replace(&t, obj);
+    }
+
+    /// The pod churn step `step` updates: the `step × 7919`th (modulo their
+    /// count) in key order. Found in the pods' keys as last read, read
+    /// again when the count has changed or the key is gone: walking the
+    /// B-tree to it on every step cost a core at 1,000,000 pods (100 steps
+    /// a second, each a walk of half a million entries on average), which
+    /// starved the simulator's reads until kubecache's list of them
+    /// expired.
+    fn churn_pick(&self, t: &SimType, step: u64) -> Option<Arc<Entry>> {
+        let mut keys = self.churn_keys.lock().unwrap_or_else(|e| e.into_inner());
+        for fresh in [false, true] {
+            if fresh || keys.len() != t.store.len() {
+                *keys = t
+                    .store
+                    .current()
+                    .items
+                    .iter()
+                    .map(|e| e.key.clone())
+                    .collect();
+            }
+            if keys.is_empty() {
+                return None;
+            }
+            let key = &keys[(step as usize).wrapping_mul(7919) % keys.len()];
+            if let Some(e) = t.store.get(key) {
+                return Some(e);
+            }
+        }
+        None
     }
 
     /// Applies the start-up faults and runs the scheduled ones.
@@ -717,6 +750,39 @@ fn prepare_for_update(t: &SimType, old: &Value, mut obj: Value) -> Result<Value,
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Churn picks its pod from the keys it read, not by walking the
+    /// store each step: the same pod the walk found (the step × 7919th in
+    /// key order), and a pod created since is among those it picks from.
+    #[test]
+    fn churn_updates_the_nth_pod_in_key_order_from_keys_read_once_per_change() {
+        let sim = Sim::new(&SimOptions {
+            pods: 50,
+            configmaps: 0,
+            ..Default::default()
+        });
+        let t = sim.type_of("", "v1", "pods").unwrap().clone();
+        let nth = |step: u64| -> String {
+            let snap = t.store.current();
+            let idx = (step as usize * 7919) % snap.items.len();
+            let key = snap.items.iter().nth(idx).unwrap().key.to_string();
+            key
+        };
+        for step in 1..=5 {
+            let want = nth(step);
+            let before = t.store.get(&want).unwrap().rv;
+            sim.churn_once(step);
+            assert!(
+                t.store.get(&want).unwrap().rv > before,
+                "step {step}: {want}"
+            );
+        }
+        assert_eq!(sim.churn_keys.lock().unwrap().len(), 50);
+        let pod = json!({"metadata": {"name": "a-new-one"}, "spec": {"containers": []}});
+        sim.create(&t, Some("default"), pod).unwrap();
+        sim.churn_once(6);
+        assert_eq!(sim.churn_keys.lock().unwrap().len(), 51);
+    }
 
     /// A write lands between reading the revision and reading the objects
     /// often enough under a busy writer: each most-recent read must still

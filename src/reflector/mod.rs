@@ -106,7 +106,8 @@ impl ReflectorError {
 /// How long the reflector waits on a silent upstream.
 #[derive(Debug, Clone, Copy)]
 pub struct ReflectorConfig {
-    /// A list page that has not arrived by then is abandoned.
+    /// A list page whose upstream has been silent this long (before its
+    /// head, or between pieces of its body) is abandoned.
     pub list_page_timeout: Duration,
     /// A watch asks the upstream to end it after a random number of
     /// seconds in this range (client-go picks 5–10 minutes; shorter here,
@@ -484,15 +485,14 @@ async fn list(
             None if consistent => format!("{base}?limit=500"),
             None => format!("{base}?limit=500&resourceVersion=0"),
         };
-        // A stalled upstream must not hold the reflector forever.
+        // A stalled upstream must not hold the reflector forever; one
+        // still sending a long list is not stalled.
         let (objects, so_far) = (entries.len(), bytes);
         let received = |n| progress.tick(objects, remaining, so_far + n);
-        let page = tokio::time::timeout(
-            cfg.list_page_timeout,
-            up.get_bytes_as_they_come(&query, received),
-        )
-        .await
-        .map_err(|_| ReflectorError::ListStalled(cfg.list_page_timeout))?;
+        let page = up
+            .get_bytes_unless_silent(&query, cfg.list_page_timeout, received)
+            .await
+            .ok_or(ReflectorError::ListStalled(cfg.list_page_timeout))?;
         let body = match page {
             Err(UpstreamError::Status { status, .. }) if status == 410 => {
                 return Err(ReflectorError::ListExpired)

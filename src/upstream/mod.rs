@@ -428,26 +428,6 @@ impl Upstream {
         Self::whole(resp, path_and_query).await
     }
 
-    /// `get_bytes`, telling `received` the bytes of the body so far as
-    /// they arrive (a big list over a thin link takes minutes).
-    pub async fn get_bytes_as_they_come(
-        &self,
-        path_and_query: &str,
-        mut received: impl FnMut(usize),
-    ) -> Result<Bytes, UpstreamError> {
-        let resp = self.get(path_and_query).await?;
-        let status = resp.status();
-        let (parts, mut body) = resp.into_parts();
-        let mut buf = bytes::BytesMut::new();
-        while let Some(frame) = body.frame().await {
-            if let Some(data) = frame?.data_ref() {
-                buf.extend_from_slice(data);
-                received(buf.len());
-            }
-        }
-        Self::answered(status, &parts.headers, path_and_query, buf.freeze())
-    }
-
     /// `get_bytes` asking for the representations in `accept`.
     pub async fn get_bytes_accepting(
         &self,
@@ -458,16 +438,68 @@ impl Upstream {
         Self::whole(resp, path_and_query).await
     }
 
+    /// `get_bytes`, given up (`None`) once the upstream has been silent
+    /// for `silence`: waiting for the answer's head, or between two pieces
+    /// of its body. The whole body is not timed: an RV=0 list of 1,000,000
+    /// pods (4.8 GB, whole, as v1.20 ignores its limit) took longer than a
+    /// minute to arrive from the simulator, never silent for a second.
+    /// `received` is told the bytes of the body so far as they arrive (a
+    /// big list over a thin link takes minutes: the reflector says how far
+    /// it is).
+    pub async fn get_bytes_unless_silent(
+        &self,
+        path_and_query: &str,
+        silence: Duration,
+        mut received: impl FnMut(usize),
+    ) -> Option<Result<Bytes, UpstreamError>> {
+        let resp = match tokio::time::timeout(silence, self.get(path_and_query)).await {
+            Err(_) => return None,
+            Ok(Err(e)) => return Some(Err(e)),
+            Ok(Ok(resp)) => resp,
+        };
+        let status = resp.status();
+        let (parts, mut body) = resp.into_parts();
+        let mut pieces: Vec<Bytes> = Vec::new();
+        let mut so_far = 0;
+        loop {
+            match tokio::time::timeout(silence, body.frame()).await {
+                Err(_) => return None,
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Some(Err(e.into())),
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        so_far += data.len();
+                        pieces.push(data);
+                        received(so_far);
+                    }
+                }
+            }
+        }
+        // Copied once, into a buffer of the body's size.
+        let body = match pieces.len() {
+            0 => Bytes::new(),
+            1 => pieces.pop().unwrap_or_default(),
+            _ => {
+                let mut all = Vec::with_capacity(pieces.iter().map(Bytes::len).sum());
+                for p in pieces {
+                    all.extend_from_slice(&p);
+                }
+                Bytes::from(all)
+            }
+        };
+        Some(Self::checked(status, &parts.headers, path_and_query, body))
+    }
+
     async fn whole(resp: Response<Incoming>, path: &str) -> Result<Bytes, UpstreamError> {
         let status = resp.status();
         let (parts, body) = resp.into_parts();
         // Frames kept and joined once: a one-frame body is not copied.
         let body = body.collect().await?.to_bytes();
-        Self::answered(status, &parts.headers, path, body)
+        Self::checked(status, &parts.headers, path, body)
     }
 
-    /// The body of a success, else the upstream's error for its answer.
-    fn answered(
+    /// The body of a 2xx answer; any other is an error.
+    fn checked(
         status: StatusCode,
         headers: &http::HeaderMap,
         path: &str,
@@ -581,6 +613,54 @@ mod tests {
                 "1 POST /api/v1/namespaces/n/configmaps HTTP/1.1"
             ]
         );
+    }
+
+    /// An upstream that answers every request with a chunked body of
+    /// `pieces`, `gap` apart, then stays silent if `hang`.
+    async fn trickling(pieces: usize, gap: Duration, hang: bool) -> Arc<Upstream> {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    read_request(&mut conn).await;
+                    let head = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
+                    conn.write_all(head.as_bytes()).await.unwrap();
+                    for _ in 0..pieces {
+                        tokio::time::sleep(gap).await;
+                        conn.write_all(b"1\r\nx\r\n").await.unwrap();
+                    }
+                    if hang {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                    }
+                    conn.write_all(b"0\r\n\r\n").await.unwrap();
+                });
+            }
+        });
+        Upstream::new(&UpstreamConfig::new(&url).unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_body_still_arriving_past_the_silence_allowed_is_read_whole() {
+        // 8 pieces 100 ms apart: 800 ms in all, never 300 ms silent.
+        let up = trickling(8, Duration::from_millis(100), false).await;
+        let got = up
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), |_| {})
+            .await;
+        assert_eq!(&got.expect("not silent").unwrap()[..], b"xxxxxxxx");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_goes_silent_is_given_up() {
+        let up = trickling(2, Duration::from_millis(10), true).await;
+        let started = std::time::Instant::now();
+        let got = up
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), |_| {})
+            .await;
+        assert!(got.is_none(), "{got:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[test]
