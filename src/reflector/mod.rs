@@ -488,11 +488,28 @@ async fn list(
         // A stalled upstream must not hold the reflector forever; one
         // still sending a long list is not stalled.
         let (objects, so_far) = (entries.len(), bytes);
-        let received = |n| progress.tick(objects, remaining, so_far + n);
+        // An RV=0 list is one answer, the whole type: one that cannot be
+        // kept is given up as it arrives, not held whole and then refused.
+        // Its objects are a little smaller than the answer (a typed list's
+        // items lose their kind and apiVersion): 15/16 of it is counted.
+        let mut overflow = None;
+        let received = |n: usize| {
+            progress.tick(objects, remaining, so_far + n);
+            match writer.room(so_far + n / 16 * 15) {
+                Ok(()) => std::ops::ControlFlow::Continue(()),
+                Err(o) => {
+                    overflow = Some(o);
+                    std::ops::ControlFlow::Break(())
+                }
+            }
+        };
         let page = up
             .get_bytes_unless_silent(&query, cfg.list_page_timeout, received)
             .await
             .ok_or(ReflectorError::ListStalled(cfg.list_page_timeout))?;
+        if let Some(o) = overflow {
+            return Err(ReflectorError::TooLarge(o));
+        }
         let body = match page {
             Err(UpstreamError::Status { status, .. }) if status == 410 => {
                 return Err(ReflectorError::ListExpired)

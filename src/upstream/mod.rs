@@ -66,6 +66,9 @@ pub enum UpstreamError {
     Body(#[from] hyper::Error),
     #[error("the runtime of upstream requests has stopped")]
     Stopped,
+    /// The caller gave up an answer while it arrived (too large to keep).
+    #[error("abandoned {0} while it arrived")]
+    Abandoned(String),
     #[error("upstream answered {status} to {path}: {body}")]
     Status {
         status: StatusCode,
@@ -445,12 +448,13 @@ impl Upstream {
     /// minute to arrive from the simulator, never silent for a second.
     /// `received` is told the bytes of the body so far as they arrive (a
     /// big list over a thin link takes minutes: the reflector says how far
-    /// it is).
+    /// it is), and may give the answer up (`Break`: `Abandoned`) — a list
+    /// that cannot be kept is not held whole first.
     pub async fn get_bytes_unless_silent(
         &self,
         path_and_query: &str,
         silence: Duration,
-        mut received: impl FnMut(usize),
+        mut received: impl FnMut(usize) -> std::ops::ControlFlow<()>,
     ) -> Option<Result<Bytes, UpstreamError>> {
         let resp = match tokio::time::timeout(silence, self.get(path_and_query)).await {
             Err(_) => return None,
@@ -470,7 +474,9 @@ impl Upstream {
                     if let Ok(data) = frame.into_data() {
                         so_far += data.len();
                         pieces.push(data);
-                        received(so_far);
+                        if received(so_far).is_break() {
+                            return Some(Err(UpstreamError::Abandoned(path_and_query.into())));
+                        }
                     }
                 }
             }
@@ -643,11 +649,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_answer_the_caller_gives_up_is_abandoned_as_it_arrives_not_read_whole() {
+        // 8 pieces 100 ms apart; given up at the second, long before the end.
+        let up = trickling(8, Duration::from_millis(100), false).await;
+        let started = std::time::Instant::now();
+        let mut seen = vec![];
+        let got = up
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_secs(5), |n| {
+                seen.push(n);
+                if n >= 2 {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
+            })
+            .await
+            .expect("not silent");
+        assert!(matches!(got, Err(UpstreamError::Abandoned(_))), "{got:?}");
+        assert_eq!(seen, [1, 2]);
+        assert!(
+            started.elapsed() < Duration::from_millis(700),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
     async fn a_body_still_arriving_past_the_silence_allowed_is_read_whole() {
         // 8 pieces 100 ms apart: 800 ms in all, never 300 ms silent.
         let up = trickling(8, Duration::from_millis(100), false).await;
         let got = up
-            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), |_| {})
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), |_| {
+                std::ops::ControlFlow::Continue(())
+            })
             .await;
         assert_eq!(&got.expect("not silent").unwrap()[..], b"xxxxxxxx");
     }
@@ -657,7 +691,9 @@ mod tests {
         let up = trickling(2, Duration::from_millis(10), true).await;
         let started = std::time::Instant::now();
         let got = up
-            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), |_| {})
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), |_| {
+                std::ops::ControlFlow::Continue(())
+            })
             .await;
         assert!(got.is_none(), "{got:?}");
         assert!(started.elapsed() < Duration::from_secs(5));
