@@ -311,17 +311,16 @@ pub const REQUESTS: [Kind; 8] = [
     Kind::Walk,
 ];
 
-pub const KINDS: [Kind; 9] = [
-    Kind::NamespaceList,
-    Kind::AllList,
-    Kind::AllSelected,
-    Kind::NamespaceSelected,
-    Kind::TableNamespace,
-    Kind::TableAll,
-    Kind::Get,
-    Kind::Walk,
-    Kind::Watch,
-];
+/// Every kind reported: the requests', then the watchers'.
+pub const KINDS: [Kind; 9] = {
+    let mut all = [Kind::Watch; 9];
+    let mut i = 0;
+    while i < REQUESTS.len() {
+        all[i] = REQUESTS[i];
+        i += 1;
+    }
+    all
+};
 
 impl Kind {
     pub fn name(self) -> &'static str {

@@ -474,8 +474,9 @@ fn begin_stop(serving: &Serving) -> tokio::time::Instant {
 }
 
 /// A connection's place among `max_connections`, as each of its requests
-/// carries it (in its extensions): a request that upgrades the connection
-/// (exec, attach, port-forward) takes it along into the spliced session,
+/// that asks to upgrade carries it (in its extensions): one that upgrades
+/// the connection (exec, attach, port-forward) takes it along into the
+/// spliced session,
 /// so that the session counts against the cap for as long as it lives —
 /// hyper hands an upgraded connection's socket over and ends the
 /// connection's own task. Upgraded sessions end when the drain starts, as
@@ -546,7 +547,11 @@ async fn connection<F, Fut>(
             if let Some(p) = &certs {
                 req.extensions_mut().insert(p.clone());
             }
-            req.extensions_mut().insert(slot.clone());
+            // Only a request that may upgrade takes the slot along: an
+            // insert allocates the request's extension map, on every request.
+            if req.headers().contains_key(http::header::UPGRADE) {
+                req.extensions_mut().insert(slot.clone());
+            }
             let inflight = InFlight::new(&activity);
             // Boxed: hyper keeps room for the service's future on every
             // connection, idle ones included, and the handler's future is
