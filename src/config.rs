@@ -145,6 +145,14 @@ pub struct FileConfig {
     /// Types to cache from the start, as `v1/pods` or `apps/v1/deployments`.
     #[serde(default)]
     pub eager: Vec<String>,
+    /// Edge autonomy: persist each cached type and discovery here, and
+    /// restore them on start.
+    pub snapshot_dir: Option<PathBuf>,
+    /// How often what changed is written to the snapshot (`30s`).
+    pub snapshot_interval: Option<String>,
+    /// While the upstream is unreachable, answer reads from the last known
+    /// state, with a Warning header.
+    pub serve_stale_when_offline: Option<bool>,
 }
 
 /// What `kubecache serve` runs with, fully validated.
@@ -167,6 +175,7 @@ pub struct ServeConfig {
     pub eager: Vec<crate::resource::GroupVersionResource>,
     /// The file's log format, if it names one.
     pub log_format: Option<LogFormat>,
+    pub edge: crate::cache::registry::EdgeConfig,
 }
 
 impl FileConfig {
@@ -355,6 +364,26 @@ impl FileConfig {
                 "historyCapacity must be at least 1".into(),
             ));
         }
+        let snapshot_every = duration(
+            "snapshot-interval",
+            &self.snapshot_interval,
+            DEFAULT_SNAPSHOT_INTERVAL,
+        )?;
+        if snapshot_every.is_zero() {
+            return Err(ConfigError::Invalid(
+                "snapshotInterval must be above 0".into(),
+            ));
+        }
+        if let Some(dir) = &self.snapshot_dir {
+            // Found now, not at the first write.
+            crate::cache::snapshot::Snapshots::open(dir, upstream.url.as_str())
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        }
+        let edge = crate::cache::registry::EdgeConfig {
+            snapshot_dir: self.snapshot_dir.clone(),
+            snapshot_every,
+            serve_stale_when_offline: self.serve_stale_when_offline.unwrap_or(false),
+        };
         let eager = self
             .eager
             .iter()
@@ -374,9 +403,14 @@ impl FileConfig {
             cache,
             eager,
             log_format: self.log_format,
+            edge,
         })
     }
 }
+
+/// How often what changed is written to the snapshot: an edge restarted
+/// after an outage's first half minute still has the state from before.
+const DEFAULT_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(30);
 
 /// A Go duration given as `--flag` (or its file key), or `default`.
 fn duration(flag: &str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {

@@ -111,6 +111,27 @@ pub fn describe() {
         "apiserver_watch_cache_initializations_total",
         "Counter of watch cache initializations (lists and relists), by resource."
     );
+    describe_counter!(
+        "kubecache_relists_total",
+        "Counter of relists of a type's cache, by how watchers went on: told (the difference sent as events) or replaced (watchers behind it get a 410)."
+    );
+    describe_counter!(
+        "kubecache_relist_events_total",
+        "Counter of events that told watchers a relist's difference."
+    );
+    describe_counter!(
+        "kubecache_snapshot_writes_total",
+        "Counter of a type's snapshot writes (--snapshot-dir), by resource and result (ok, error)."
+    );
+    describe_gauge!(
+        "kubecache_snapshot_bytes",
+        Unit::Bytes,
+        "The size on disk of a type's last snapshot."
+    );
+    describe_counter!(
+        "kubecache_stale_responses_total",
+        "Counter of answers served from a state the upstream has not confirmed (unreachable upstream, a restored snapshot), each with a Warning header, by resource."
+    );
     describe_gauge!(
         "apiserver_watch_cache_capacity",
         "Total capacity of the watch cache's history, by resource."
@@ -390,6 +411,35 @@ pub fn reflector_list(resource: &str, capacity: usize) {
         .increment(1);
     gauge!("apiserver_watch_cache_capacity", "resource" => resource.to_string())
         .set(capacity as f64);
+}
+
+/// A type's snapshot written (`bytes` on disk), or not.
+pub fn snapshot_written(resource: &str, bytes: u64, ok: bool) {
+    let result = if ok { "ok" } else { "error" };
+    counter!("kubecache_snapshot_writes_total", "resource" => resource.to_string(), "result" => result)
+        .increment(1);
+    if ok {
+        gauge!("kubecache_snapshot_bytes", "resource" => resource.to_string()).set(bytes as f64);
+    }
+}
+
+/// An answer served stale, with a Warning header.
+pub fn stale_response(resource: &str) {
+    counter!("kubecache_stale_responses_total", "resource" => resource.to_string()).increment(1);
+}
+
+/// A relist whose difference went to watchers as `events`.
+pub fn relist_told(resource: &str, events: usize) {
+    counter!("kubecache_relists_total", "resource" => resource.to_string(), "how" => "told")
+        .increment(1);
+    counter!("kubecache_relist_events_total", "resource" => resource.to_string())
+        .increment(events as u64);
+}
+
+/// A relist swapped in whole (a first list, or one that cannot be told).
+pub fn relist_replaced(resource: &str) {
+    counter!("kubecache_relists_total", "resource" => resource.to_string(), "how" => "replaced")
+        .increment(1);
 }
 
 /// What a type's cache holds now: its objects, their serialized bytes,

@@ -195,6 +195,48 @@ fn the_standalone_overlay_renders_loads_and_is_accepted() {
 }
 
 #[test]
+fn the_edge_overlay_persists_its_snapshot_on_a_claim_and_serves_it_offline() {
+    let yaml = render("edge");
+    let objs = objects(&yaml);
+    let kinds = kinds(&objs);
+    assert!(
+        kinds.contains(&"PersistentVolumeClaim".to_string()),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds.contains(&"HorizontalPodAutoscaler".to_string()),
+        "one replica per site: {kinds:?}"
+    );
+    let cfg = load_config(&config_files(&objs)[0].1);
+    assert_eq!(
+        cfg.snapshot_dir.as_deref(),
+        Some(Path::new("/var/lib/kubecache"))
+    );
+    assert_eq!(cfg.serve_stale_when_offline, Some(true));
+    let deployment = objs.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 1);
+    assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let mounts = serde_json::to_string(&pod["containers"][0]["volumeMounts"]).unwrap();
+    assert!(mounts.contains("/var/lib/kubecache"), "{mounts}");
+    let volumes = serde_json::to_string(&pod["volumes"]).unwrap();
+    assert!(
+        volumes.contains("kubecache-snapshot") && volumes.contains("kubecache-tls"),
+        "{volumes}"
+    );
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    assert_eq!(pod["securityContext"]["fsGroup"], 65532);
+    assert_eq!(
+        pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"],
+        true
+    );
+    dry_run(&yaml);
+}
+
+#[test]
 fn the_sidecar_overlay_points_its_app_at_kubecache_on_loopback() {
     let yaml = render("sidecar");
     let objs = objects(&yaml);

@@ -339,6 +339,18 @@ struct ServeArgs {
     /// kubectl proxy refuses them).
     #[arg(long)]
     allow_exec: bool,
+    /// Persist each cached type and the discovery documents here, and
+    /// restore them on start (edge autonomy; made if missing).
+    #[arg(long)]
+    snapshot_dir: Option<PathBuf>,
+    /// How often what changed is written to the snapshot (default 30s).
+    #[arg(long)]
+    snapshot_interval: Option<String>,
+    /// While the upstream is unreachable, answer reads (discovery, and
+    /// reads that would need it to be current) from the last known state,
+    /// each with a Warning header.
+    #[arg(long)]
+    serve_stale_when_offline: bool,
     /// Serve HTTPS (HTTP/2 and HTTP/1.1) with this certificate, PEM (the
     /// server's first, then its chain); reloaded when the file changes.
     #[arg(long)]
@@ -434,6 +446,11 @@ impl ServeArgs {
         file.max_type_cache_bytes = self.max_type_cache_bytes.or(file.max_type_cache_bytes);
         file.max_kept_body_bytes = self.max_kept_body_bytes.or(file.max_kept_body_bytes);
         file.cache_idle_timeout = self.cache_idle_timeout.or(file.cache_idle_timeout);
+        file.snapshot_dir = self.snapshot_dir.or(file.snapshot_dir);
+        file.snapshot_interval = self.snapshot_interval.or(file.snapshot_interval);
+        if self.serve_stale_when_offline {
+            file.serve_stale_when_offline = Some(true);
+        }
         file.tls_cert_file = self.tls_cert_file.or(file.tls_cert_file);
         file.tls_private_key_file = self.tls_private_key_file.or(file.tls_private_key_file);
         file.into_serve()
@@ -558,8 +575,20 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
     kubecache::encode::recycle::set_idle_limit(kubecache::encode::recycle::default_idle_limit(
         kubecache::serve::limits::memory_limit(),
     ));
-    let cache = Cache::new(&cfg.upstream, cfg.history, cfg.reflector, cfg.cache)
-        .map_err(CliError::Cache)?;
+    let cache = Cache::new(
+        &cfg.upstream,
+        cfg.history,
+        cfg.reflector,
+        cfg.cache,
+        cfg.edge.clone(),
+    )
+    .map_err(CliError::Cache)?;
+    {
+        let cache = cache.clone();
+        // File reads, before any request: what a snapshot restores is
+        // there from the first one.
+        let _ = tokio::task::spawn_blocking(move || cache.restore_snapshot()).await;
+    }
     if let Err(e) = cache.refresh_discovery().await {
         tracing::warn!(error = %e, "initial discovery failed; requests are forwarded until it succeeds");
     }
@@ -589,7 +618,10 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
         delay: cfg.shutdown_delay,
         drain: cfg.drain,
     };
+    let cache = state.cache.clone();
     serve::run(listener, cfg.tls, state, shutdown_signal(), stop).await;
+    // The last state, for the next start.
+    cache.write_snapshot().await;
     Ok(())
 }
 

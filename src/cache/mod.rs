@@ -6,6 +6,7 @@
 pub mod bodies;
 pub mod limits;
 pub mod registry;
+pub mod snapshot;
 pub mod type_cache;
 
 pub use limits::CacheLimits;

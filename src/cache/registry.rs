@@ -5,6 +5,7 @@
 
 use super::bodies::Budget;
 use super::limits::{CacheLimits, CachedBytes};
+use super::snapshot::{SnapshotError, Snapshots, TypeState};
 use super::type_cache::TypeCache;
 use crate::encode::codec::ListStyle;
 use crate::encode::print::Printer;
@@ -25,6 +26,29 @@ pub enum CacheError {
     Runtime(#[source] std::io::Error),
     #[error("the cache's upstream client")]
     Upstream(#[from] UpstreamError),
+    #[error("the snapshot: {0}")]
+    Snapshot(#[from] SnapshotError),
+}
+
+/// Edge autonomy: what the cache keeps on disk, and whether it answers
+/// from its last known state while the upstream is unreachable.
+#[derive(Debug, Clone, Default)]
+pub struct EdgeConfig {
+    /// Where each type's cache and the discovery documents are persisted
+    /// (`--snapshot-dir`); restored from on start.
+    pub snapshot_dir: Option<std::path::PathBuf>,
+    /// How often what changed is written.
+    pub snapshot_every: Duration,
+    /// `--serve-stale-when-offline`.
+    pub serve_stale_when_offline: bool,
+}
+
+impl EdgeConfig {
+    /// Whether any of it is on: then a relist's difference goes to
+    /// watchers as events (`Store::resync`) instead of the cacher's 410.
+    pub fn enabled(&self) -> bool {
+        self.snapshot_dir.is_some() || self.serve_stale_when_offline
+    }
 }
 
 /// The runtime the cache's input runs on: the reflectors and their
@@ -79,6 +103,12 @@ pub struct Cache {
     cached: Arc<CachedBytes>,
     /// What all types' kept bodies may take.
     body_budget: Arc<Budget>,
+    edge: EdgeConfig,
+    snapshots: Option<Snapshots>,
+    /// When the discovery documents were read from the upstream.
+    discovery_as_of: RwLock<Option<std::time::SystemTime>>,
+    /// The discovery last written to the snapshot.
+    discovery_written: std::sync::Mutex<Option<Arc<Discovery>>>,
 }
 
 /// Discovery is refreshed on a miss at most this often.
@@ -90,7 +120,12 @@ impl Cache {
         limits: HistoryLimits,
         reflector: ReflectorConfig,
         cache_limits: CacheLimits,
+        edge: EdgeConfig,
     ) -> Result<Arc<Self>, CacheError> {
+        let snapshots = match &edge.snapshot_dir {
+            Some(dir) => Some(Snapshots::open(dir, upstream.url.as_str())?),
+            None => None,
+        };
         let ingest = Ingest::start()?;
         let upstream = Upstream::on_runtime(upstream, ingest.handle().clone())?;
         let health = UpstreamHealth::new();
@@ -110,7 +145,22 @@ impl Cache {
             cache_limits,
             cached: Arc::default(),
             body_budget: Arc::new(Budget::with_limit(cache_limits.max_kept_bytes)),
+            edge,
+            snapshots,
+            discovery_as_of: RwLock::new(None),
+            discovery_written: Default::default(),
         });
+        if cache.snapshots.is_some() {
+            let weak = Arc::downgrade(&cache);
+            let every = cache.edge.snapshot_every.max(Duration::from_millis(100));
+            cache.ingest.handle().spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(cache) = weak.upgrade() else { return };
+                    cache.write_snapshot().await;
+                }
+            });
+        }
         if let Some(idle) = cache_limits.idle_after {
             let weak = Arc::downgrade(&cache);
             cache.ingest.handle().spawn(async move {
@@ -180,6 +230,10 @@ impl Cache {
         tracing::info!(types = d.len(), "discovery refreshed");
         *self.discovery.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(d);
         *self
+            .discovery_as_of
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(std::time::SystemTime::now());
+        *self
             .discovered_at
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
@@ -211,24 +265,209 @@ impl Cache {
             return tc.clone();
         }
         let entry = self.types.entry(rt.gvr.clone()).or_insert_with(|| {
-            let tc = Arc::new(TypeCache::new(
-                rt.clone(),
-                self.limits,
-                self.body_budget.clone(),
-                self.cache_limits,
-                self.cached.clone(),
-            ));
-            tracing::info!(resource = %rt.gvr, "starting reflector");
-            let task = self.ingest.handle().spawn(reflector::run(
-                self.upstream.clone(),
-                tc.clone(),
-                self.reflector,
-                self.health.clone(),
-            ));
-            tc.reflector_is(task.abort_handle());
+            let tc = self.new_type_cache(rt);
+            self.start_reflector(&tc);
             tc
         });
         entry.clone()
+    }
+
+    fn new_type_cache(&self, rt: &ResourceType) -> Arc<TypeCache> {
+        Arc::new(TypeCache::new(
+            rt.clone(),
+            self.limits,
+            self.body_budget.clone(),
+            self.cache_limits,
+            self.cached.clone(),
+            self.edge.enabled(),
+        ))
+    }
+
+    fn start_reflector(&self, tc: &Arc<TypeCache>) {
+        tracing::info!(resource = %tc.rt.gvr, "starting reflector");
+        let task = self.ingest.handle().spawn(reflector::run(
+            self.upstream.clone(),
+            tc.clone(),
+            self.reflector,
+            self.health.clone(),
+        ));
+        tc.reflector_is(task.abort_handle());
+    }
+
+    /// Whether reads are answered from the last known state because the
+    /// upstream is unreachable (`--serve-stale-when-offline`).
+    pub fn offline(&self) -> bool {
+        self.edge.serve_stale_when_offline && self.health.is_unreachable()
+    }
+
+    /// When the discovery documents served were read from the upstream.
+    pub fn discovery_as_of(&self) -> Option<std::time::SystemTime> {
+        *self
+            .discovery_as_of
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Restores discovery and every type from the snapshot, if there is
+    /// one; what cannot be restored (corrupt, another upstream's, too
+    /// large) is logged and left out, never served. Blocking: file reads.
+    pub fn restore_snapshot(&self) {
+        let Some(snaps) = &self.snapshots else {
+            return;
+        };
+        let mut discovery = match snaps.read_discovery() {
+            Ok(Some(d)) => match Discovery::from_documents(d.documents) {
+                Ok(disc) => {
+                    *self
+                        .discovery_as_of
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner()) = Some(d.written);
+                    disc
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "snapshot: discovery ignored");
+                    Discovery::default()
+                }
+            },
+            Ok(None) => Discovery::default(),
+            Err(e) => {
+                tracing::warn!(error = %e, "snapshot ignored");
+                Discovery::default()
+            }
+        };
+        let paths = match snaps.type_paths() {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "snapshot: cannot list its files");
+                Vec::new()
+            }
+        };
+        let (mut types, mut objects) = (0, 0);
+        for path in paths {
+            let started = Instant::now();
+            // The type's cache, to ask for room before the file is read.
+            let mut made = None;
+            let read = snaps.read_type(&path, |bytes| {
+                let probe = self.new_type_cache(&ResourceType {
+                    gvr: GroupVersionResource::new("", "", ""),
+                    kind: String::new(),
+                    namespaced: false,
+                    verbs: Vec::new(),
+                });
+                let room = crate::reflector::Writer::room(&*probe, bytes);
+                made = Some(probe);
+                room
+            });
+            drop(made);
+            let r = match read {
+                Ok(r) if snaps.type_path(&r.rt.gvr) == path => r,
+                Ok(r) => {
+                    tracing::warn!(path = %path.display(), resource = %r.rt.gvr,
+                        "snapshot ignored: its file is not named for its type");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "snapshot ignored");
+                    continue;
+                }
+            };
+            let rt = r.rt.clone();
+            let (n, written, rv) = (r.entries.len(), r.written, r.rv);
+            let tc = self.new_type_cache(&rt);
+            tc.restore(r);
+            self.types.insert(rt.gvr.clone(), tc.clone());
+            discovery = discovery.with_type(rt.clone());
+            types += 1;
+            objects += n;
+            tracing::info!(resource = %rt.gvr, objects = n, resource_version = rv,
+                written = %crate::go::time::format_rfc3339(written), took = ?started.elapsed(),
+                "restored from the snapshot");
+        }
+        *self.discovery.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(discovery);
+        // Started once discovery names them all.
+        for tc in self.all() {
+            self.start_reflector(&tc);
+        }
+        if types > 0 {
+            tracing::info!(types, objects, dir = %snaps.dir().display(), "snapshot restored");
+        }
+    }
+
+    /// Writes what changed since the last write to the snapshot: every
+    /// synced type's state and the discovery documents; removes the files
+    /// of types no longer cached.
+    pub async fn write_snapshot(self: &Arc<Self>) {
+        let Some(snaps) = self.snapshots.clone() else {
+            return;
+        };
+        let me = self.clone();
+        let wrote = tokio::task::spawn_blocking(move || me.write_snapshot_now(&snaps)).await;
+        if let Err(e) = wrote {
+            tracing::warn!(error = %e, "snapshot writer failed");
+        }
+    }
+
+    fn write_snapshot_now(&self, snaps: &Snapshots) {
+        let discovery = self.discovery();
+        let mut last = self
+            .discovery_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if !discovery.documents().is_empty()
+            && !last.as_ref().is_some_and(|d| Arc::ptr_eq(d, &discovery))
+        {
+            match snaps.write_discovery(discovery.documents()) {
+                Ok(_) => *last = Some(discovery),
+                Err(e) => tracing::warn!(error = %e, "snapshot: writing discovery"),
+            }
+        }
+        drop(last);
+        let mut kept = std::collections::HashSet::new();
+        for tc in self.all() {
+            if !tc.is_synced() {
+                continue;
+            }
+            let path = snaps.type_path(&tc.rt.gvr);
+            let snap = tc.store.current();
+            let version = Some(snap.version());
+            let mut written = tc
+                .snapshot_written
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if *written != version {
+                let codec = tc.codec();
+                let started = Instant::now();
+                let bytes = snap.items.iter().map(|e| e.item.len()).sum();
+                let state = TypeState {
+                    rt: &tc.rt,
+                    codec: &codec,
+                    rv: snap.rv,
+                    items: &snap.items,
+                    bytes,
+                };
+                let resource = tc.rt.gvr.to_string();
+                match snaps.write_type(&state) {
+                    Ok(size) => {
+                        *written = version;
+                        crate::metrics::snapshot_written(&resource, size, true);
+                        tracing::debug!(%resource, objects = snap.items.len(), size,
+                            took = ?started.elapsed(), "snapshot written");
+                    }
+                    Err(e) => {
+                        crate::metrics::snapshot_written(&resource, 0, false);
+                        tracing::warn!(error = %e, "snapshot: writing a type");
+                    }
+                }
+            }
+            kept.insert(path);
+        }
+        if let Ok(paths) = snaps.type_paths() {
+            for path in paths.into_iter().filter(|p| !kept.contains(p)) {
+                if let Err(e) = std::fs::remove_file(&path) {
+                    tracing::warn!(path = %path.display(), error = %e, "snapshot: removing a type no longer cached");
+                }
+            }
+        }
     }
 
     /// The cache of a type the configuration asks for from the start:

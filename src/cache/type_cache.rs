@@ -10,7 +10,7 @@ use crate::encode::print::Printer;
 use crate::metrics;
 use crate::reflector::{Condition, Overflow, ReflectorStats, Writer};
 use crate::resource::{GroupVersionResource, ResourceType};
-use crate::store::{EventType, HistoryLimits, StoreError};
+use crate::store::{EventType, HistoryLimits, Resync, StoreError};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
@@ -46,6 +46,14 @@ pub struct TypeCache {
     reflector: OnceLock<tokio::task::AbortHandle>,
     /// What clients and the upstream did with it, for the status page.
     pub activity: Activity,
+    /// Whether a relist's difference goes to watchers as events
+    /// (`Store::resync`; edge autonomy) rather than as the cacher's 410.
+    tell_relists: bool,
+    /// When the snapshot its state was restored from was written, until
+    /// the upstream lists the type again: its answers are stale till then.
+    restored: std::sync::Mutex<Option<std::time::SystemTime>>,
+    /// The version of its state last written to the snapshot.
+    pub(super) snapshot_written: std::sync::Mutex<Option<(u64, u64)>>,
 }
 
 /// What clients and the upstream did with a type, for `/debug/cache`.
@@ -113,6 +121,7 @@ impl TypeCache {
         budget: Arc<Budget>,
         limits: CacheLimits,
         cached: Arc<CachedBytes>,
+        tell_relists: bool,
     ) -> Self {
         let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
         TypeCache {
@@ -134,7 +143,31 @@ impl TypeCache {
             last_asked: AtomicU64::new(clock()),
             reflector: OnceLock::new(),
             activity: Activity::default(),
+            tell_relists,
+            restored: Default::default(),
+            snapshot_written: Default::default(),
         }
+    }
+
+    /// The state a snapshot held, served (with a warning) until the
+    /// upstream lists the type again; its reflector's first list is a
+    /// consistent one, never older than this.
+    pub(super) fn restore(&self, r: super::snapshot::Restored) {
+        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(r.codec);
+        self.store.replace(r.entries, r.rv);
+        *self.restored.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.written);
+        *self
+            .snapshot_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(self.store.current().version());
+        self.report_size();
+        self.synced.send_replace(true);
+    }
+
+    /// When the snapshot the type's state came from was written, if the
+    /// upstream has not listed it since.
+    pub fn restored_at(&self) -> Option<std::time::SystemTime> {
+        *self.restored.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(super) fn reflector_is(&self, task: tokio::task::AbortHandle) {
@@ -256,11 +289,37 @@ impl Writer for TypeCache {
         metrics::reflector_list(&self.rt.gvr.to_string(), self.store.limits().capacity);
         // The codec first: readers of the new state decode and encode it
         // with the codec that read it.
-        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(codec);
-        self.store.replace(entries, rv);
+        let same_style = self.tell_relists && self.codec().style == codec.style;
+        let codec = Arc::new(codec);
+        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = codec.clone();
+        let resource = self.rt.gvr.to_string();
+        if same_style {
+            // A deleted object's event carries its last state at the
+            // relist's version, as the upstream's DELETED would.
+            let stamped = |e: &Entry, rv| {
+                crate::encode::json::with_resource_version(&e.item, rv)
+                    .and_then(|item| codec.from_item(item).ok())
+                    .map(Arc::new)
+            };
+            match self.store.resync(entries, rv, stamped) {
+                Resync::Told { events } => {
+                    tracing::debug!(%resource, events, rv, "relist told to watchers as events");
+                    metrics::relist_told(&resource, events);
+                }
+                Resync::Replaced => metrics::relist_replaced(&resource),
+            }
+        } else {
+            self.store.replace(entries, rv);
+            metrics::relist_replaced(&resource);
+        }
         self.report_size();
         self.activity.heard_now();
+        *self.restored.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.synced.send_replace(true);
+    }
+
+    fn restored(&self) -> bool {
+        self.restored_at().is_some()
     }
 
     fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError> {

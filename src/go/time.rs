@@ -19,6 +19,36 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Howard Hinnant's `civil_from_days`: the date `days` after 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// A time as Go's `time.RFC3339` in UTC writes it (`2006-01-02T15:04:05Z`),
+/// to the second, as metav1.Time is.
+pub fn format_rfc3339(t: std::time::SystemTime) -> String {
+    let secs = match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs_f64().ceil() as i64),
+    };
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
 fn days_in_month(y: i64, m: i64) -> i64 {
     match m {
         2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
@@ -282,5 +312,19 @@ mod tests {
         for (d, want) in cases {
             assert_eq!(human_duration(d), want, "{d}");
         }
+    }
+
+    #[test]
+    fn a_time_formats_as_go_writes_rfc3339_and_reads_back() {
+        use std::time::{Duration, UNIX_EPOCH};
+        for secs in [0u64, 951_782_400, 1_700_000_000, 4_102_444_799, 86_399] {
+            let t = UNIX_EPOCH + Duration::from_secs(secs);
+            let s = format_rfc3339(t);
+            assert_eq!(rfc3339(&s), Some((secs as i64, 0)), "{s}");
+        }
+        assert_eq!(
+            format_rfc3339(UNIX_EPOCH + Duration::from_secs(951_825_600)),
+            "2000-02-29T12:00:00Z"
+        );
     }
 }

@@ -273,7 +273,9 @@ pub async fn run<W: Writer>(
     });
     loop {
         let next = match &phase {
-            Phase::Empty => Ok(Phase::Listing { consistent: false }),
+            Phase::Empty => Ok(Phase::Listing {
+                consistent: writer.restored(),
+            }),
             Phase::Listing { consistent } => {
                 writer.report(Condition::Listing);
                 watching.send_replace(false);

@@ -24,6 +24,13 @@ pub trait Writer: Send + Sync + 'static {
     /// One event, newer than everything before it.
     fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError>;
 
+    /// Whether its state came from a snapshot the upstream has not listed
+    /// since: the first list is then a consistent one, so the cache never
+    /// goes back from it.
+    fn restored(&self) -> bool {
+        false
+    }
+
     /// A bookmark: nothing changed up to `rv`.
     fn advance(&self, rv: u64);
 

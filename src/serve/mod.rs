@@ -51,6 +51,7 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
     let started = std::time::Instant::now();
     let mut request = Request::parse(req.method(), req.uri(), req.headers());
     let mut slot = None;
+    let mut stale = None;
     let route = match auth::admit(&state.auth, &request) {
         Ok(()) => {
             if let Some(resp) = health::probe(&state, &request.path, req.uri().query()) {
@@ -80,7 +81,11 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
                         Err(e) => Route::Refused(e.into()),
                     }
                 }
-                Ok(()) => route::route(&state, &request).await,
+                Ok(()) => {
+                    let (route, warning) = route::route(&state, &request).await;
+                    stale = warning;
+                    route
+                }
                 Err(e) => Route::Refused(e),
             }
         }
@@ -105,6 +110,11 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
             (resp, ServedBy::Upstream)
         }
     };
+    let mut resp = resp;
+    if let Some(stale) = &stale {
+        resp.headers_mut()
+            .append(http::header::WARNING, stale.header());
+    }
     metrics::request(
         request.verb.as_str(),
         request.resource_name(),

@@ -78,19 +78,49 @@ pub enum Route {
     Forward(ForwardReason),
 }
 
+/// An answer from a state the upstream has not confirmed: the
+/// `Warning` header (RFC 7234's 299, as the apiserver writes its own
+/// warnings) that tells the client so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stale(pub String);
+
+impl Stale {
+    /// The header's value: `299 - "kubecache: …"`.
+    pub fn header(&self) -> http::HeaderValue {
+        let text = self.0.replace(['"', '\\'], "'");
+        http::HeaderValue::from_str(&format!("299 - \"kubecache: {text}\""))
+            .unwrap_or_else(|_| http::HeaderValue::from_static("299 - \"kubecache: stale\""))
+    }
+}
+
 /// Decides the request and, when the cache can answer it, reads. A read
 /// the cache may answer is authorized for the client first, before its
-/// type's cache is touched (and so started).
-pub async fn route(state: &ServeState, request: &Request) -> Route {
+/// type's cache is touched (and so started). While the upstream is
+/// unreachable and `--serve-stale-when-offline` is on, reads that need it
+/// to be current and discovery are answered from the last known state;
+/// every answer from a state the upstream has not confirmed comes back
+/// with its [`Stale`] warning.
+pub async fn route(state: &ServeState, request: &Request) -> (Route, Option<Stale>) {
+    let offline = state.cache.offline();
+    if offline {
+        if let Some(answer) = discovery_offline(state, request).await {
+            return answer;
+        }
+    }
     let target = match resolve(&state.cache, request) {
         Ok(t) => t,
-        Err(route) => return route,
+        Err(route) => return (route, None),
     };
     if let Err(e) = super::auth::authorize_read(state.access.as_deref(), request).await {
-        return Route::Refused(e.into());
+        return (Route::Refused(e.into()), None);
     }
     let gvr = target.gvr.clone();
-    let route = match plan(&state.cache, state.consistent, request, target) {
+    let consistent = if offline {
+        Freshness::Offline
+    } else {
+        Freshness::from(state.consistent)
+    };
+    let route = match plan_for(&state.cache, consistent, request, target) {
         Ok(read) => match read::execute(read, &state.limits.in_flight).await {
             Ok(answer) => Route::Answered(answer),
             Err(read::ReadError::Fallback(f)) => Route::Forward(ForwardReason::Fallback(f)),
@@ -99,6 +129,7 @@ pub async fn route(state: &ServeState, request: &Request) -> Route {
         },
         Err(route) => route,
     };
+    let mut stale = None;
     // Per type, for the status page: answered here, or sent upstream.
     if let Some(tc) = state.cache.existing(&gvr) {
         let counter = match &route {
@@ -109,8 +140,94 @@ pub async fn route(state: &ServeState, request: &Request) -> Route {
         if let Some(c) = counter {
             c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
+        if let Route::Answered(_) = route {
+            stale = staleness(&tc, offline);
+            if stale.is_some() {
+                crate::metrics::stale_response(&tc.rt.gvr.to_string());
+            }
+        }
     }
-    route
+    (route, stale)
+}
+
+/// Why an answer from `tc` is stale, if it is: the upstream is
+/// unreachable, or the type's state came from a snapshot the upstream has
+/// not listed since.
+fn staleness(tc: &TypeCache, offline: bool) -> Option<Stale> {
+    let rv = tc.store.rv();
+    let restored = tc.restored_at();
+    let as_of = match (tc.activity.lag(), restored) {
+        (Some(lag), _) => std::time::SystemTime::now().checked_sub(lag),
+        (None, restored) => restored,
+    }
+    .map(crate::go::time::format_rfc3339)
+    .unwrap_or_else(|| "an unknown time".into());
+    if offline {
+        return Some(Stale(format!(
+            "the upstream is unreachable; served from the cache as last seen at {as_of} (resourceVersion {rv})"
+        )));
+    }
+    restored.map(|_| {
+        Stale(format!(
+            "served from a snapshot written at {as_of} (resourceVersion {rv}) that the upstream has not confirmed yet"
+        ))
+    })
+}
+
+/// A discovery document (`/api`, `/apis`, a group version, `/version`)
+/// from the last discovery, while the upstream is unreachable: so that a
+/// client that has none cached (a fresh kubectl) can still find the types
+/// to read. Authorized as the path it is; JSON only.
+async fn discovery_offline(
+    state: &ServeState,
+    request: &Request,
+) -> Option<(Route, Option<Stale>)> {
+    if request.method != Method::GET || request.resource.is_some() {
+        return None;
+    }
+    let discovery = state.cache.discovery();
+    let doc = discovery.document(&request.path)?.clone();
+    request.accept.negotiate(Endpoint::JSON_ONLY_ERRORS)?;
+    if let Err(e) = super::auth::authorize_path(state.access.as_deref(), request).await {
+        return Some((Route::Refused(e.into()), None));
+    }
+    let as_of = state
+        .cache
+        .discovery_as_of()
+        .map(crate::go::time::format_rfc3339)
+        .unwrap_or_else(|| "an unknown time".into());
+    crate::metrics::stale_response("discovery");
+    let body = crate::cache::bodies::Finished {
+        bytes: doc,
+        gzipped: false,
+    };
+    Some((
+        Route::Answered(Answer::Body(body, "application/json")),
+        Some(Stale(format!(
+            "the upstream is unreachable; discovery as read from it at {as_of}"
+        ))),
+    ))
+}
+
+/// How fresh a read must be: as `consistentReads` says, or whatever the
+/// cache last knew while the upstream is unreachable (`--serve-stale-when-offline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Most-recent reads go upstream.
+    Forward,
+    /// Most-recent reads are served from a current cache.
+    ServeStale,
+    /// Every read the cache holds is answered from it.
+    Offline,
+}
+
+impl From<ConsistentReads> for Freshness {
+    fn from(c: ConsistentReads) -> Self {
+        match c {
+            ConsistentReads::Forward => Freshness::Forward,
+            ConsistentReads::ServeStale => Freshness::ServeStale,
+        }
+    }
 }
 
 /// The representation negotiated on `Accept`, if the cache can serve it:
@@ -172,7 +289,7 @@ pub fn decide(
     request: &Request,
 ) -> Result<CacheRead, Route> {
     let target = resolve(cache, request)?;
-    plan(cache, consistent, request, target)
+    plan_for(cache, consistent.into(), request, target)
 }
 
 /// A read of a type the cache could answer, before the type's cache is
@@ -242,6 +359,15 @@ pub fn plan(
     request: &Request,
     target: Target<'_>,
 ) -> Result<CacheRead, Route> {
+    plan_for(cache, consistent.into(), request, target)
+}
+
+fn plan_for(
+    cache: &Arc<Cache>,
+    consistent: Freshness,
+    request: &Request,
+    target: Target<'_>,
+) -> Result<CacheRead, Route> {
     use ForwardReason as F;
     let forward = |reason| Err(Route::Forward(reason));
     let Target {
@@ -275,7 +401,9 @@ pub fn plan(
         return Ok(CacheRead { tc, plan, out });
     }
     let mode_of = |m: Result<ReadMode, ModeError>| match m {
-        Ok(ReadMode::MostRecent) if consistent == ConsistentReads::Forward => {
+        // The last known state, with a warning: the upstream cannot answer.
+        Ok(ReadMode::MostRecent) if consistent == Freshness::Offline => Ok(ReadMode::MostRecent),
+        Ok(ReadMode::MostRecent) if consistent == Freshness::Forward => {
             Err(Route::Forward(F::Consistent))
         }
         // serve-stale's staleness is the watch's lag, never an outage's.
@@ -339,7 +467,7 @@ fn watch(
     name: Option<String>,
     namespace: Option<String>,
     opts: &ListOptions,
-    consistent: ConsistentReads,
+    consistent: Freshness,
     repr: Repr,
 ) -> Result<Plan, Route> {
     use ForwardReason as F;
@@ -351,8 +479,10 @@ fn watch(
         Err(ModeError::Forward(_)) => return Err(Route::Forward(F::OutputOptions)),
     };
     let (start, at_least) = match from {
-        // Only a cache proven current may start at the most recent state.
-        WatchFrom::Latest(_) if consistent == ConsistentReads::Forward => {
+        // Only a cache proven current may start at the most recent state
+        // (or the last known one, while the upstream is unreachable).
+        WatchFrom::Latest(i) if consistent == Freshness::Offline => (i.into(), None),
+        WatchFrom::Latest(_) if consistent == Freshness::Forward => {
             return Err(Route::Forward(F::Consistent))
         }
         WatchFrom::Latest(_) if !tc.is_current() => return Err(Route::Forward(F::NotCurrent)),

@@ -165,6 +165,7 @@ where
         deadline,
         position,
         initial,
+        told: None,
         pending,
         closing,
         resource,
@@ -280,6 +281,16 @@ struct InitialEvents {
     end: Option<Bytes>,
 }
 
+/// A relist's events being sent (`Watcher::refill_told`).
+struct Told {
+    events: Arc<[Arc<Event>]>,
+    next: usize,
+    /// Where the watcher stood when the relist came: events at or below it
+    /// are not sent.
+    after: u64,
+    rv: u64,
+}
+
 struct Watcher<S> {
     source: Arc<S>,
     codec: Arc<TypeCodec>,
@@ -290,6 +301,9 @@ struct Watcher<S> {
     position: u64,
     /// Initial events still to send; live changes wait until they are.
     initial: Option<InitialEvents>,
+    /// A relist told as events (`Change::Resynced`) still to send, like
+    /// initial events a few at a time; live changes wait until they are.
+    told: Option<Told>,
     pending: VecDeque<Bytes>,
     /// Set once the stream must end after what is queued (a 410 ERROR).
     closing: bool,
@@ -372,7 +386,7 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                     lag_check.as_mut().reset(Instant::now() + LAG_CHECK);
                 }
                 // Like the cacher, no bookmark among the initial events.
-                _ = &mut bookmark, if bookmark_at.is_some() && !self.closing && self.initial.is_none() => {
+                _ = &mut bookmark, if bookmark_at.is_some() && !self.closing && self.initial.is_none() && self.told.is_none() => {
                     bookmark_at = self.next_bookmark();
                     if let Some(at) = bookmark_at {
                         bookmark.as_mut().reset(at);
@@ -391,7 +405,10 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
     /// Whether the watcher takes changes from its subscription: not while
     /// closing, sending initial events or with a full queue.
     fn taking(&self) -> bool {
-        !self.closing && self.initial.is_none() && self.pending.len() < PENDING_MAX
+        !self.closing
+            && self.initial.is_none()
+            && self.told.is_none()
+            && self.pending.len() < PENDING_MAX
     }
 
     /// Takes the changes already waiting and sends the lines the client's
@@ -427,8 +444,37 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
         Ok(())
     }
 
+    /// Queues a relist's events until the queue is full or they are all
+    /// out; then the watcher stands at the relist's rv.
+    fn refill_told(&mut self) {
+        let Some(told) = &mut self.told else {
+            return;
+        };
+        while self.pending.len() < PENDING_MAX {
+            let Some(ev) = told.events.get(told.next) else {
+                self.position = self.position.max(told.rv);
+                self.told = None;
+                return;
+            };
+            told.next += 1;
+            // A watch that started after the relist has these already.
+            if ev.rv <= told.after {
+                continue;
+            }
+            match event_line(&self.codec, &self.spec.repr, &self.spec.selection, ev) {
+                Ok(line) => self.pending.extend(line),
+                Err(Unencodable) => {
+                    self.told = None;
+                    self.cannot_write();
+                    return;
+                }
+            }
+        }
+    }
+
     /// Queues initial events until the queue is full or they are all out.
     fn refill(&mut self) {
+        self.refill_told();
         let Some(init) = &mut self.initial else {
             return;
         };
@@ -494,6 +540,17 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
             Change::Progress(rv) => self.position = self.position.max(rv),
             // What is queued goes out, then the stream ends.
             Change::Released => self.closing = true,
+            Change::Resynced { rv, events } => {
+                if rv > self.position {
+                    self.told = Some(Told {
+                        events,
+                        next: 0,
+                        after: self.position,
+                        rv,
+                    });
+                    self.refill_told();
+                }
+            }
             Change::Relisted { rv, gap } => {
                 if gap && self.position < rv {
                     // Events between our position and the relist may have
@@ -690,5 +747,49 @@ mod tests {
         assert_eq!(got[0]["object"]["code"], 410);
         // (Paused time: only waiting on a timer moves it.)
         assert_eq!(Instant::now(), began, "the stream ended without waiting");
+    }
+
+    #[tokio::test]
+    async fn a_told_relist_reaches_a_watcher_as_events_many_times_the_queue_then_it_goes_on() {
+        let n = PENDING_MAX * 3;
+        let store = store_of(n);
+        let resp = serve(
+            store.clone(),
+            codec(),
+            spec(Start::Now, None),
+            "v1/configmaps".into(),
+        );
+        tokio::task::yield_now().await;
+        // Every object but the first modified at 8.., the first deleted:
+        // a relist at 500 found them so.
+        let mut list: Vec<_> = (1..n)
+            .map(|i| Arc::new(Entry::for_test(&format!("cm-{i:04}"), 7 + i as u64)))
+            .collect();
+        list.push(Arc::new(Entry::for_test("cm-new", 400)));
+        let stamp = |e: &Entry, rv| Some(Arc::new(Entry::for_test(&e.key, rv)));
+        let told = store.resync(list, 500, stamp);
+        assert_eq!(told, crate::store::Resync::Told { events: n + 1 });
+        store
+            .apply(EventType::Added, Arc::new(Entry::for_test("cm-after", 501)))
+            .unwrap();
+        let got = lines(resp).await;
+        let seen: Vec<_> = got
+            .iter()
+            .filter(|e| e["type"] != "BOOKMARK")
+            .map(|e| {
+                let m = &e["object"]["metadata"];
+                format!(
+                    "{} {} {}",
+                    e["type"].as_str().unwrap(),
+                    m["name"].as_str().unwrap(),
+                    m["resourceVersion"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        assert_eq!(seen.len(), n + 2, "{seen:?}");
+        assert_eq!(seen[0], "MODIFIED cm-0001 -");
+        assert_eq!(seen[n - 1], "ADDED cm-new -");
+        assert_eq!(seen[n], "DELETED cm-0000 -");
+        assert_eq!(seen[n + 1], "ADDED cm-after -");
     }
 }

@@ -42,6 +42,15 @@ pub enum Change<M = ()> {
         rv: u64,
         gap: bool,
     },
+    /// A relist that could be told as events (`Store::resync`): they take
+    /// the state the store stood at to the list at `rv`, in order (its
+    /// deletions last, all at `rv`: when each happened is not known), and
+    /// are in the history too. A watcher sends them all, then stands at
+    /// `rv`.
+    Resynced {
+        rv: u64,
+        events: Arc<[Arc<Event<M>>]>,
+    },
     /// The type is no longer cached (too large, idle): watches end, as the
     /// apiserver's end when its cacher stops, and clients watch again.
     Released,
@@ -104,6 +113,10 @@ impl<M> Clone for Change<M> {
             Change::Event(e) => Change::Event(e.clone()),
             Change::Progress(rv) => Change::Progress(*rv),
             Change::Relisted { rv, gap } => Change::Relisted { rv: *rv, gap: *gap },
+            Change::Resynced { rv, events } => Change::Resynced {
+                rv: *rv,
+                events: events.clone(),
+            },
             Change::Released => Change::Released,
         }
     }
@@ -182,8 +195,11 @@ struct State<M> {
     /// The cached objects' serialized size, for the size metrics.
     bytes: usize,
     rv: u64,
-    /// Bumped by every relist.
+    /// Bumped by every relist that cannot be told as events.
     epoch: u64,
+    /// Whether `items` is a list's (not the empty start, nor released):
+    /// only then can a relist be told as the events from it.
+    listed: bool,
     /// Snapshots can be rebuilt for any rv in `oldest..=rv`.
     oldest: u64,
     history: VecDeque<Arc<Event<M>>>,
@@ -216,6 +232,7 @@ impl<M> Store<M> {
                 bytes: 0,
                 rv: 0,
                 epoch: 0,
+                listed: false,
                 oldest: 0,
                 history: VecDeque::new(),
                 recent: VecDeque::new(),
@@ -252,6 +269,7 @@ impl<M> Store<M> {
             s.bytes = bytes;
             s.rv = rv;
             s.epoch += 1;
+            s.listed = true;
             s.oldest = rv;
             s.history.clear();
             s.recent.clear();
@@ -263,6 +281,68 @@ impl<M> Store<M> {
         let _ = self.events.send(Change::Relisted { rv, gap });
     }
 
+    /// Replaces the state with a fresh list at `rv`, telling live watchers
+    /// the difference as events when it can be told: the store holds a
+    /// list, `rv` is not older, and every object changed since is newer
+    /// than the store's rv. Watchers then go on through a relist (after an
+    /// outage, a restored snapshot) with ADDED, MODIFIED and DELETED events
+    /// instead of a 410. The difference is not the upstream's history: an
+    /// object changed twice shows its last change, and a deleted object's
+    /// event carries what `deleted(entry, rv)` makes of its last state (the
+    /// object stamped with `rv`: when it went is not known). Otherwise (a
+    /// first list, a cache found to have missed an event) it is
+    /// [`Store::replace`]. Either way the history starts again at `rv`.
+    pub fn resync(
+        &self,
+        mut entries: Vec<Arc<Entry<M>>>,
+        rv: u64,
+        deleted: impl Fn(&Entry<M>, u64) -> Option<Arc<Entry<M>>>,
+    ) -> Resync {
+        // Lists come in key order; the sort only checks that they did.
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        let told = {
+            let mut s = self.write();
+            match s
+                .listed
+                .then(|| diff(&s.items, &entries, s.rv, rv, &deleted))
+                .flatten()
+            {
+                Some((kept, events)) => {
+                    s.bytes = kept.iter().map(|e| e.item.len()).sum();
+                    s.items = scattered(kept);
+                    s.rv = rv;
+                    // The events are the difference, not what happened:
+                    // an object changed twice shows its last change, a
+                    // deletion the relist's version. No state between the
+                    // two lists can be rebuilt from them, so, as after any
+                    // relist, the history starts again here.
+                    s.epoch += 1;
+                    s.oldest = rv;
+                    s.history.clear();
+                    s.recent.clear();
+                    self.counts.clear();
+                    Some(events)
+                }
+                None => None,
+            }
+        };
+        match told {
+            Some(events) => {
+                self.rv_tx.send_replace(rv);
+                let n = events.len();
+                let _ = self.events.send(Change::Resynced {
+                    rv,
+                    events: events.into(),
+                });
+                Resync::Told { events: n }
+            }
+            None => {
+                self.replace(entries, rv);
+                Resync::Replaced
+            }
+        }
+    }
+
     /// Lets every object and event go (the type is no longer cached), the
     /// rv kept so that it never goes back; live subscribers are told.
     pub fn release(&self) {
@@ -271,6 +351,7 @@ impl<M> Store<M> {
             s.items = Items::new();
             s.bytes = 0;
             s.epoch += 1;
+            s.listed = false;
             s.oldest = s.rv;
             s.history.clear();
             s.recent.clear();
@@ -542,6 +623,82 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
     a
 }
 
+/// What a relist did (`Store::resync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resync {
+    /// Told as this many events.
+    Told { events: usize },
+    /// Swapped in whole: watchers behind it get the cacher's 410.
+    Replaced,
+}
+
+/// The events that take `old` (at `from`) to `new` (sorted by key, at
+/// `to`), and the entries of the new state — the old ones where nothing
+/// changed, so what was made of them once (protobuf, gzip pieces) stays.
+/// `None` when they cannot be told: `to` older than `from`, an object
+/// changed at or before `from` (the old state missed an event), a key
+/// twice, or a deleted object that cannot be stamped.
+#[allow(clippy::type_complexity)]
+fn diff<M>(
+    old: &Items<M>,
+    new: &[Arc<Entry<M>>],
+    from: u64,
+    to: u64,
+    deleted: &impl Fn(&Entry<M>, u64) -> Option<Arc<Entry<M>>>,
+) -> Option<(Vec<Arc<Entry<M>>>, Vec<Arc<Event<M>>>)> {
+    if to < from {
+        return None;
+    }
+    let at = Instant::now();
+    let event = |kind, rv, entry: &Arc<Entry<M>>, prev: Option<&Arc<Entry<M>>>| {
+        Arc::new(Event {
+            rv,
+            kind,
+            entry: entry.clone(),
+            prev: prev.cloned(),
+            at,
+            line: OnceLock::new(),
+            frame: OnceLock::new(),
+        })
+    };
+    let mut kept = Vec::with_capacity(new.len());
+    let mut changes = Vec::new();
+    let mut gone = Vec::new();
+    let mut olds = old.iter().peekable();
+    let mut last: Option<&str> = None;
+    for e in new {
+        if last.is_some_and(|k| k >= &*e.key) {
+            return None;
+        }
+        last = Some(&e.key);
+        while let Some(o) = olds.next_if(|o| o.key < e.key) {
+            gone.push(o);
+        }
+        let changed = |kind, prev| (from < e.rv && e.rv <= to).then(|| event(kind, e.rv, e, prev));
+        match olds.next_if(|o| o.key == e.key) {
+            Some(o) if o.rv == e.rv => kept.push(o.clone()),
+            Some(o) => {
+                changes.push(changed(EventType::Modified, Some(o))?);
+                kept.push(e.clone());
+            }
+            None => {
+                changes.push(changed(EventType::Added, None)?);
+                kept.push(e.clone());
+            }
+        }
+    }
+    gone.extend(olds);
+    if to == from && !(changes.is_empty() && gone.is_empty()) {
+        return None;
+    }
+    changes.sort_by_key(|e| e.rv);
+    for o in gone {
+        let stamped = deleted(o, to)?;
+        changes.push(event(EventType::Deleted, to, &stamped, Some(o)));
+    }
+    Some((kept, changes))
+}
+
 /// Whether two states hold the same objects at the same versions: a relist
 /// at the store's own rv that finds this missed nothing.
 fn same_versions<M>(a: &Items<M>, b: &Items<M>) -> bool {
@@ -716,6 +873,103 @@ mod tests {
             rx.try_recv(),
             Ok(Change::Relisted { rv: 8, gap: true })
         ));
+    }
+
+    fn stamp(e: &Entry, rv: u64) -> Option<Arc<Entry>> {
+        Some(Arc::new(Entry::for_test(&e.key, rv)))
+    }
+
+    fn told(rx: &mut broadcast::Receiver<Change>) -> Vec<String> {
+        match rx.try_recv() {
+            Ok(Change::Resynced { events, .. }) => events
+                .iter()
+                .map(|e| format!("{} {}@{}", e.kind.as_str(), e.entry.key, e.rv))
+                .collect(),
+            other => panic!("not a told relist: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_relist_is_told_as_the_events_from_the_old_state_deletions_last() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1), entry("b", 2), entry("c", 3)], 4);
+        let (_, mut rx) = store.snapshot_and_subscribe();
+        let before = store.current().version();
+        // b deleted, c modified at 7, d added at 6; the list is at 9.
+        let r = store.resync(vec![entry("d", 6), entry("a", 1), entry("c", 7)], 9, stamp);
+        assert_eq!(r, Resync::Told { events: 3 });
+        assert_eq!(told(&mut rx), ["ADDED d@6", "MODIFIED c@7", "DELETED b@9"]);
+        assert_eq!(keys(&store.current()), vec!["a@1", "c@7", "d@6"]);
+        assert_eq!(store.rv(), 9);
+        // What lay between the lists is not known: no state before the
+        // new one is rebuilt, nor watched from.
+        assert!(store.current().version() > before);
+        assert!(store.snapshot_at(6).is_none());
+        assert!(store.events_since(4).is_none());
+        assert!(store
+            .events_since(9)
+            .is_some_and(|(past, _)| past.is_empty()));
+        assert_eq!(store.size().0, 3);
+    }
+
+    #[test]
+    fn an_unchanged_object_keeps_its_entry_through_a_told_relist() {
+        let store = Store::new(HistoryLimits::default());
+        let a = entry("a", 1);
+        store.replace(vec![a.clone()], 4);
+        store.resync(vec![entry("a", 1), entry("b", 5)], 5, stamp);
+        assert!(Arc::ptr_eq(store.get("a").as_ref().unwrap(), &a));
+    }
+
+    #[test]
+    fn a_relist_that_cannot_be_told_is_a_replacement() {
+        let cases: [(&str, Vec<Arc<Entry>>, u64); 4] = [
+            // An object changed at or before the store's rv: it missed it.
+            ("missed", vec![entry("a", 3)], 9),
+            // Older than the store.
+            ("older", vec![entry("a", 1)], 3),
+            // Changes at the store's own version.
+            ("same rv", vec![entry("a", 1), entry("b", 4)], 4),
+            ("twice", vec![entry("b", 5), entry("b", 6)], 9),
+        ];
+        for (why, list, rv) in cases {
+            let store = Store::new(HistoryLimits::default());
+            store.replace(vec![entry("a", 1)], 4);
+            let (_, mut rx) = store.snapshot_and_subscribe();
+            assert_eq!(store.resync(list, rv, stamp), Resync::Replaced, "{why}");
+            assert!(
+                matches!(rx.try_recv(), Ok(Change::Relisted { .. })),
+                "{why}"
+            );
+        }
+        // Nothing to tell from: the first list, and one after a release.
+        let store = Store::new(HistoryLimits::default());
+        assert_eq!(
+            store.resync(vec![entry("a", 1)], 2, stamp),
+            Resync::Replaced
+        );
+        store.release();
+        assert_eq!(
+            store.resync(vec![entry("a", 3)], 4, stamp),
+            Resync::Replaced
+        );
+        // A deletion that cannot be stamped.
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 2);
+        assert_eq!(store.resync(vec![], 3, |_, _| None), Resync::Replaced);
+    }
+
+    #[test]
+    fn a_relist_that_changed_nothing_is_told_with_no_events() {
+        let store = Store::new(HistoryLimits::default());
+        store.replace(vec![entry("a", 1)], 4);
+        let (_, mut rx) = store.snapshot_and_subscribe();
+        assert_eq!(
+            store.resync(vec![entry("a", 1)], 8, stamp),
+            Resync::Told { events: 0 }
+        );
+        assert!(told(&mut rx).is_empty());
+        assert_eq!(store.rv(), 8);
     }
 
     #[test]

@@ -118,6 +118,11 @@ impl UpstreamHealth {
         self.state.borrow().clone()
     }
 
+    /// Whether the last probe got no answer (asked per request: no clone).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self.state.borrow().reach, Reach::Unreachable(_))
+    }
+
     /// A request to the upstream failed: probe now.
     pub fn poke(&self) {
         self.poke.notify_one();

@@ -185,7 +185,14 @@ impl ProxyBuilder {
 }
 
 async fn proxy(b: ProxyBuilder) -> Proxy {
-    let cache = Cache::new(&b.upstream, HistoryLimits::default(), b.reflector, b.cache).unwrap();
+    let cache = Cache::new(
+        &b.upstream,
+        HistoryLimits::default(),
+        b.reflector,
+        b.cache,
+        Default::default(),
+    )
+    .unwrap();
     // An upstream that refuses us is a scenario too: discovery then stays
     // empty and every request is forwarded.
     if let Err(e) = cache.refresh_discovery().await {
