@@ -345,20 +345,10 @@ impl Cache {
         let (mut types, mut objects) = (0, 0);
         for path in paths {
             let started = Instant::now();
-            // The type's cache, to ask for room before the file is read.
-            let mut made = None;
+            // Room asked before the file's body is read: a new type's.
             let read = snaps.read_type(&path, |bytes| {
-                let probe = self.new_type_cache(&ResourceType {
-                    gvr: GroupVersionResource::new("", "", ""),
-                    kind: String::new(),
-                    namespaced: false,
-                    verbs: Vec::new(),
-                });
-                let room = crate::reflector::Writer::room(&*probe, bytes);
-                made = Some(probe);
-                room
+                self.cached.room(&self.cache_limits, 0, bytes)
             });
-            drop(made);
             let r = match read {
                 Ok(r) if snaps.type_path(&r.rt.gvr) == path => r,
                 Ok(r) => {
