@@ -220,6 +220,16 @@ async fn restart_offline_then_reconnect(site: Site<'_>) {
             assert_eq!(body, discovery_v1);
         }
     }
+    // The status page says so too.
+    let (_, _, page) = read(&format!("{url}/debug/cache")).await;
+    assert_eq!(page["servingStale"], true, "{page}");
+    let pods_row = page["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["resource"] == "v1/pods")
+        .unwrap();
+    assert!(pods_row["restoredFrom"].is_string(), "{pods_row}");
     // A kubectl with no discovery cached finds the types and lists.
     let offline_cache = dir.with_extension("kubectl-offline");
     let (ok, offline, err) = kubectl_get_pods(&url, &offline_cache, kubectl_scope);

@@ -23,6 +23,9 @@ struct Page {
     upstream: String,
     /// The upstream's reachability and whether it accepts kubecache.
     upstream_state: String,
+    /// Reads are answered from the last known state, with a Warning: the
+    /// upstream is unreachable and `--serve-stale-when-offline` is on.
+    serving_stale: bool,
     types: Vec<TypeRow>,
 }
 
@@ -47,6 +50,9 @@ struct TypeRow {
     hit_ratio: Option<f64>,
     last_error: Option<String>,
     last_error_seconds_ago: Option<u64>,
+    /// When the snapshot its state was restored from was written, until
+    /// the upstream lists the type again (RFC 3339).
+    restored_from: Option<String>,
 }
 
 impl TypeRow {
@@ -73,6 +79,7 @@ impl TypeRow {
                 .as_ref()
                 .map(|(_, at)| at.elapsed().map_or(0, |d| d.as_secs())),
             last_error: error.map(|(why, _)| why),
+            restored_from: tc.restored_at().map(crate::go::time::format_rfc3339),
         }
     }
 }
@@ -85,6 +92,7 @@ fn page_of(state: &ServeState) -> Page {
         version: env!("CARGO_PKG_VERSION"),
         upstream: state.forward.uri("/").to_string(),
         upstream_state: seen.reach.describe(),
+        serving_stale: state.cache.offline(),
         types,
     }
 }
@@ -157,9 +165,15 @@ fn html(page: &Page) -> String {
             (Some(e), Some(ago)) => format!("{} ({ago} s ago)", escape(e)),
             _ => "—".into(),
         };
+        let restored = t.restored_from.as_ref().map_or(String::new(), |at| {
+            format!(
+                " <small>restored from the snapshot of {}</small>",
+                escape(at)
+            )
+        });
         let _ = writeln!(
             rows,
-            "<tr data-resource=\"{r}\" class=\"{state}\"><td>{r}{eager}</td><td>{state}</td>\
+            "<tr data-resource=\"{r}\" class=\"{state}\"><td>{r}{eager}</td><td>{state}{restored}</td>\
              <td class=\"n\" data-objects=\"{objects}\">{objects}</td><td class=\"n\">{bytes}</td>\
              <td class=\"n\">{rv}</td><td class=\"n\">{lag}</td><td class=\"n\">{watchers}</td>\
              <td class=\"n\">{hits}</td><td class=\"n\">{served}</td><td class=\"n\">{forwarded}</td>\
@@ -184,7 +198,7 @@ fn html(page: &Page) -> String {
          tr.failing td,tr.refused td,tr.too-large td{{background:#fff0f0}}small{{color:#888}}\
          </style></head><body>\n<h1>kubecache {version}</h1>\n\
          <p>upstream <code>{upstream}</code>: {upstream_state}. {n} types cached. \
-         The same as JSON: <code>Accept: application/json</code>.</p>\n\
+         The same as JSON: <code>Accept: application/json</code>.</p>\n{stale}\
          <table id=\"types\"><thead><tr><th>resource</th><th>state</th><th>objects</th>\
          <th>bytes</th><th>resourceVersion</th><th>lag</th><th>watchers</th><th>hit ratio</th>\
          <th>served</th><th>forwarded</th><th>last error</th></tr></thead>\n<tbody>\n{rows}</tbody></table>\n\
@@ -193,6 +207,12 @@ fn html(page: &Page) -> String {
         upstream = escape(&page.upstream),
         upstream_state = escape(&page.upstream_state),
         n = page.types.len(),
+        stale = if page.serving_stale {
+            "<p id=\"stale\"><strong>The upstream is unreachable: reads are answered from the \
+             last known state, each with a Warning header.</strong></p>\n"
+        } else {
+            ""
+        },
     )
 }
 
@@ -216,6 +236,7 @@ mod tests {
             hit_ratio: Some(0.75),
             last_error: error.map(str::to_string),
             last_error_seconds_ago: error.map(|_| 9),
+            restored_from: None,
         }
     }
 
@@ -225,6 +246,7 @@ mod tests {
             version: "0.1.0",
             upstream: "https://k8s.example:6443".into(),
             upstream_state: "ok".into(),
+            serving_stale: false,
             types: vec![
                 row("v1/pods", None),
                 row("apps/v1/deployments", Some("listing: <b>500</b> & \"bad\"")),
@@ -240,6 +262,26 @@ mod tests {
             !html.contains("http://") && !html.contains("src="),
             "no external asset"
         );
+        assert!(!html.contains("id=\"stale\""));
+    }
+
+    #[test]
+    fn serving_stale_and_a_restored_type_are_said_on_the_page() {
+        let mut restored = row("v1/pods", None);
+        restored.restored_from = Some("2026-11-24T10:00:00Z".into());
+        let page = Page {
+            version: "0.1.0",
+            upstream: "https://k8s.example:6443".into(),
+            upstream_state: "unreachable: refused".into(),
+            serving_stale: true,
+            types: vec![restored],
+        };
+        let html = html(&page);
+        assert!(html.contains("<p id=\"stale\">"), "{html}");
+        assert!(html.contains("restored from the snapshot of 2026-11-24T10:00:00Z"));
+        let v = serde_json::to_value(&page).unwrap();
+        assert_eq!(v["servingStale"], true);
+        assert_eq!(v["types"][0]["restoredFrom"], "2026-11-24T10:00:00Z");
     }
 
     #[test]
