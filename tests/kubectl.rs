@@ -44,3 +44,38 @@ async fn kubectl_sees_the_same_cluster_through_kubecache() {
     .await
     .unwrap();
 }
+
+/// Everyday kubectl against the simulator, through kubecache: short names,
+/// several types at once, the `all` category, and a delete by label (the
+/// collection's deletecollection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everyday_kubectl_against_the_simulator_finds_short_names_and_categories() {
+    let sim = SimBuilder::new().start().await;
+    let p = start_proxy(&sim.url).await;
+    let kc = p.url.clone();
+    within(120, tokio::task::spawn_blocking(move || {
+        let names = |args: &[&str]| {
+            let (ok, out, err) = kubectl(&kc, args, None);
+            assert!(ok, "{args:?}: {err}");
+            out
+        };
+        let many = names(&["get", "deploy,cm,ns,no", "-A", "-o", "name"]);
+        for kind in ["deployment.apps/", "configmap/", "namespace/", "node/"] {
+            assert!(many.contains(kind), "{kind}: {many}");
+        }
+        let all = names(&["get", "all", "-A", "-o", "name"]);
+        assert!(all.contains("pod/") && all.contains("deployment.apps/"), "{all}");
+        assert!(!all.contains("configmap/"), "configmaps are not in `all`: {all}");
+        assert_eq!(names(&["get", "po", "-A", "-o", "name"]), names(&["get", "pods", "-A", "-o", "name"]));
+        let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dc-x","namespace":"default","labels":{"dc":"kubectl"}}}"#;
+        // The simulator serves no OpenAPI document to validate against.
+        let (ok, _, err) = kubectl(&kc, &["create", "--validate=false", "-f", "-"], Some(cm));
+        assert!(ok, "{err}");
+        let deleted = names(&["delete", "cm", "-n", "default", "-l", "dc=kubectl"]);
+        assert!(deleted.contains("dc-x"), "{deleted}");
+        let (_, _, err) = kubectl(&kc, &["get", "cm", "dc-x", "-n", "default"], None);
+        assert!(err.contains("NotFound") || err.contains("not found"), "{err}");
+    }))
+    .await
+    .unwrap();
+}

@@ -307,3 +307,34 @@ mod real {
         }
     }
 }
+
+/// The simulator's discovery entries are v1.20's for the same types, field
+/// for field — short names, categories and verbs included — so that
+/// kubectl's `get deploy,cm`, `get all` and `delete -l` work against the
+/// demo as against a cluster.
+#[cfg(feature = "real-apiserver")]
+#[tokio::test]
+async fn the_simulators_discovery_entries_are_the_real_apiservers() {
+    within(60, async {
+        let up = real_apiserver();
+        let sim = SimBuilder::new().start().await;
+        for gv in ["/api/v1", "/apis/apps/v1"] {
+            let real = get(&format!("{up}{gv}")).await.json();
+            let simulated = get(&format!("{}{gv}", sim.url)).await.json();
+            let entries = simulated["resources"].as_array().unwrap();
+            assert!(!entries.is_empty(), "{gv}");
+            for entry in entries {
+                let name = &entry["name"];
+                let want = real["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["name"] == *name)
+                    .unwrap_or_else(|| panic!("{gv}: the real apiserver has no {name}"));
+                assert_eq!(entry, want, "{gv} {name}");
+            }
+            assert_eq!(simulated["groupVersion"], real["groupVersion"]);
+        }
+    })
+    .await;
+}

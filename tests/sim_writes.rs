@@ -865,3 +865,63 @@ mod real {
         }
     }
 }
+
+/// deletecollection, as v1.20's registry does it: every object the
+/// selectors match in the namespace deleted, one DELETED event each, and
+/// the answer the list of them as they were.
+#[tokio::test]
+async fn a_delete_of_a_collection_removes_what_its_selectors_match_and_answers_the_list() {
+    within(60, async {
+        let sim = SimBuilder::new().start().await;
+        let base = format!("{}/api/v1/namespaces/default/configmaps", sim.url);
+        for (name, keep) in [("dc-a", "no"), ("dc-b", "no"), ("dc-c", "yes")] {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "labels": {"dc": "t", "keep": keep}}});
+            assert_eq!(send(Method::POST, &base, Some(cm)).await.status, 201);
+        }
+        let rv = get(&format!("{base}?labelSelector=dc%3Dt")).await.json()["metadata"]
+            ["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut watch = WatchStream::open(&format!("{base}?watch=1&resourceVersion={rv}")).await;
+        let r = send(
+            Method::DELETE,
+            &format!("{base}?labelSelector=dc%3Dt,keep%3Dno"),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let answer = r.json();
+        assert_eq!(answer["kind"], "ConfigMapList");
+        let names: Vec<&str> = answer["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["dc-a", "dc-b"]);
+        for want in ["dc-a", "dc-b"] {
+            let ev = watch.event(Duration::from_secs(5)).await;
+            assert_eq!(
+                (
+                    ev["type"].as_str(),
+                    ev["object"]["metadata"]["name"].as_str()
+                ),
+                (Some("DELETED"), Some(want))
+            );
+        }
+        let left = get(&format!("{base}?labelSelector=dc%3Dt")).await.json();
+        assert_eq!(left["items"].as_array().unwrap().len(), 1);
+        // A bad selector is the apiserver's 400, and deletes nothing.
+        let bad = send(
+            Method::DELETE,
+            &format!("{base}?labelSelector=%3D%3D"),
+            None,
+        )
+        .await;
+        assert_eq!(bad.status, 400, "{}", bad.text());
+        assert_eq!(get(&format!("{base}/dc-c")).await.status, 200);
+    })
+    .await;
+}

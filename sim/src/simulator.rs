@@ -25,6 +25,8 @@ pub struct SimType {
     /// What its Tables are printed with: kubecache's port of the
     /// apiserver's printer for the type.
     pub printer: Option<Arc<Printer>>,
+    /// What its discovery entry says beside the `ResourceType`.
+    pub discovery: DiscoveryExtras,
 }
 
 impl AsRef<Store> for SimType {
@@ -174,27 +176,96 @@ fn order_metadata(meta: Map<String, Value>) -> Map<String, Value> {
     out
 }
 
-fn builtin_types() -> Vec<ResourceType> {
-    let rt = |g: &str, r: &str, k: &str, ns: bool| ResourceType {
-        gvr: GroupVersionResource::new(g, "v1", r),
-        kind: k.into(),
-        namespaced: ns,
-        verbs: [
-            "create", "delete", "get", "list", "patch", "update", "watch",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+/// What v1.20's discovery says of each simulated type beside its
+/// `ResourceType`: short names, categories, and its storage version's hash
+/// (read off the real apiserver; `tests/sim_objects.rs` compares them).
+pub struct DiscoveryExtras {
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    pub storage_version_hash: &'static str,
+}
+
+/// v1.20's verbs: every type has deletecollection but namespaces and
+/// services (whose registries do not).
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+fn builtin_types() -> Vec<(ResourceType, DiscoveryExtras)> {
+    let rt = |g: &str,
+              r: &str,
+              k: &str,
+              ns: bool,
+              short: &'static [&'static str],
+              cat: &'static [&'static str],
+              hash: &'static str| {
+        let collection = !matches!(r, "namespaces" | "services");
+        (
+            ResourceType {
+                gvr: GroupVersionResource::new(g, "v1", r),
+                kind: k.into(),
+                namespaced: ns,
+                verbs: VERBS
+                    .iter()
+                    .filter(|v| collection || **v != "deletecollection")
+                    .map(|s| s.to_string())
+                    .collect(),
+            },
+            DiscoveryExtras {
+                short_names: short,
+                categories: cat,
+                storage_version_hash: hash,
+            },
+        )
     };
     vec![
-        rt("", "namespaces", "Namespace", false),
-        rt("", "nodes", "Node", false),
-        rt("", "pods", "Pod", true),
-        rt("", "configmaps", "ConfigMap", true),
-        rt("", "secrets", "Secret", true),
-        rt("", "services", "Service", true),
-        rt("", "events", "Event", true),
-        rt("apps", "deployments", "Deployment", true),
+        rt(
+            "",
+            "namespaces",
+            "Namespace",
+            false,
+            &["ns"],
+            &[],
+            "Q3oi5N2YM8M=",
+        ),
+        rt("", "nodes", "Node", false, &["no"], &[], "XwShjMxG9Fs="),
+        rt("", "pods", "Pod", true, &["po"], &["all"], "xPOwRZ+Yhw8="),
+        rt(
+            "",
+            "configmaps",
+            "ConfigMap",
+            true,
+            &["cm"],
+            &[],
+            "qFsyl6wFWjQ=",
+        ),
+        rt("", "secrets", "Secret", true, &[], &[], "S6u1pOWzb84="),
+        rt(
+            "",
+            "services",
+            "Service",
+            true,
+            &["svc"],
+            &["all"],
+            "0/CO1lhkEBI=",
+        ),
+        rt("", "events", "Event", true, &["ev"], &[], "r2yiGXH7wu8="),
+        rt(
+            "apps",
+            "deployments",
+            "Deployment",
+            true,
+            &["deploy"],
+            &["all"],
+            "8aSe+NMegvE=",
+        ),
     ]
 }
 
@@ -202,7 +273,7 @@ impl Sim {
     pub fn new(opts: &SimOptions) -> Arc<Self> {
         let types = builtin_types()
             .into_iter()
-            .map(|rt| {
+            .map(|(rt, discovery)| {
                 let codec = Arc::new(TypeCodec::for_type(&rt, ListStyle::Typed));
                 let printer = Printer::builtin(&rt.gvr.group, &rt.gvr.version, &rt.gvr.resource);
                 (
@@ -212,6 +283,7 @@ impl Sim {
                         codec,
                         store: Store::new(opts.history),
                         printer,
+                        discovery,
                     }),
                 )
             })

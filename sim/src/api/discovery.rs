@@ -57,7 +57,19 @@ fn resource_list(sim: &Sim, path: &str) -> Option<Value> {
         .types
         .values()
         .filter(|t| t.rt.gvr.group == group && t.rt.gvr.version == version)
-        .map(|t| json!({"name": t.rt.gvr.resource, "singularName": "", "namespaced": t.rt.namespaced, "kind": t.rt.kind, "verbs": t.rt.verbs}))
+        .map(|t| {
+            // In v1.20's field order, empty lists left out as it leaves them.
+            let mut r = json!({"name": t.rt.gvr.resource, "singularName": "", "namespaced": t.rt.namespaced, "kind": t.rt.kind, "verbs": t.rt.verbs});
+            let d = &t.discovery;
+            if !d.short_names.is_empty() {
+                r["shortNames"] = json!(d.short_names);
+            }
+            if !d.categories.is_empty() {
+                r["categories"] = json!(d.categories);
+            }
+            r["storageVersionHash"] = json!(d.storage_version_hash);
+            r
+        })
         .collect();
     if resources.is_empty() {
         return None;

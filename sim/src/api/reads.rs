@@ -317,6 +317,44 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
     ))
 }
 
+/// `deletecollection`: every object of the type in `ns` the selectors
+/// match is deleted, one watch event each, and the answer is the list of
+/// them as they were, as the apiserver's registry answers it.
+pub(super) fn delete_collection(
+    sim: &Sim,
+    t: &SimType,
+    ns: Option<&str>,
+    query: Option<&str>,
+) -> Result<Response<Body>, ReadError> {
+    let opts = ListOptions::parse(query);
+    opts.validate_list()?;
+    let sel = selection(t, &opts)?;
+    let snap = t.store.current();
+    let prefix = ns
+        .filter(|_| t.rt.namespaced)
+        .map(|n| format!("{n}/"))
+        .unwrap_or_default();
+    let page = read_page(
+        &snap.items,
+        &PageRequest {
+            prefix: &prefix,
+            start: None,
+            limit: 0,
+            labels: &sel.labels,
+            fields: &sel.fields,
+        },
+    );
+    for e in &page.items {
+        // One deleted meanwhile by someone else is gone all the same.
+        let _ = sim.delete(t, &e.key);
+    }
+    let meta = ListMeta::of_page(snap.rv, &page);
+    let body = kubecache::encode::Repr::Json
+        .list(&t.codec, &meta, &page.items)
+        .map_err(CacheReadError::from)?;
+    Ok(respond(StatusCode::OK, body))
+}
+
 async fn watch(
     sim: &Arc<Sim>,
     read: &Read<'_>,

@@ -97,6 +97,15 @@ pub(super) async fn route(
             .await
             .map_err(|error| RouteError::Read { error, accept });
     }
+    if req.method() == Method::DELETE && key.is_none() {
+        let text = req
+            .headers()
+            .get(header::ACCEPT)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let accept = Accept::new(text.as_deref());
+        return reads::delete_collection(sim, &t, ns.as_deref(), query.as_deref())
+            .map_err(|error| RouteError::Read { error, accept });
+    }
     let write = writes::Write {
         sim,
         t: &t,
