@@ -71,6 +71,15 @@ async fn everyday_kubectl_against_the_simulator_finds_short_names_and_categories
         // The simulator serves no OpenAPI document to validate against.
         let (ok, _, err) = kubectl(&kc, &["create", "--validate=false", "-f", "-"], Some(cm));
         assert!(ok, "{err}");
+        // kubectl writes protobuf, which the simulator does not read: it
+        // says so, by name.
+        for args in [
+            vec!["create", "configmap", "dc-y", "-n", "default", "--from-literal=a=b"],
+            vec!["create", "namespace", "dc-ns"],
+        ] {
+            let (ok, _, err) = kubectl(&kc, &args, None);
+            assert!(!ok && err.contains("kubecache simulator reads JSON request bodies only"), "{args:?}: {err}");
+        }
         let deleted = names(&["delete", "cm", "-n", "default", "-l", "dc=kubectl"]);
         assert!(deleted.contains("dc-x"), "{deleted}");
         let (_, _, err) = kubectl(&kc, &["get", "cm", "dc-x", "-n", "default"], None);

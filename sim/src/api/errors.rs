@@ -105,6 +105,15 @@ impl From<&WriteRequestError> for Status {
             WriteRequestError::Body(_)
             | WriteRequestError::UnknownFormat(_)
             | WriteRequestError::MetadataNotAnObject => Status::bad_request(e.to_string()),
+            // The apiserver's 415 for a body its serializers cannot read,
+            // with the reason being the simulator's.
+            WriteRequestError::NotJson(_) => Status::new(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "{e} (the real apiserver reads protobuf and YAML too; send application/json)"
+                ),
+            ),
             // go-restful's, with the empty details of its generic response.
             WriteRequestError::UnsupportedPatchType(_) => {
                 Status::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
@@ -412,6 +421,13 @@ mod tests {
         assert!(s
             .message
             .starts_with("the body of the request was in an unknown format: "));
+        let s = Status::from(&WriteRequestError::NotJson(
+            "application/vnd.kubernetes.protobuf".into(),
+        ));
+        assert_eq!((s.code, s.reason), (415, "UnsupportedMediaType"));
+        assert!(s.message.starts_with(
+            "the kubecache simulator reads JSON request bodies only, not \"application/vnd.kubernetes.protobuf\""
+        ));
         let s = Status::from(&WriteRequestError::MetadataNotAnObject);
         assert_eq!(
             answer(s),

@@ -27,6 +27,10 @@ pub(super) enum WriteRequestError {
     UnknownFormat(#[source] serde_json::Error),
     #[error("metadata must be an object")]
     MetadataNotAnObject,
+    /// A create or update whose body is not JSON (kubectl sends protobuf):
+    /// the simulator reads JSON only, and says so.
+    #[error("the kubecache simulator reads JSON request bodies only, not {0:?}")]
+    NotJson(String),
     /// A PATCH whose `Content-Type` is no patch format the simulator takes.
     #[error("no patch format is {0:?}")]
     UnsupportedPatchType(Option<String>),
@@ -107,8 +111,19 @@ async fn body(req: Request<Incoming>) -> Result<Bytes, WriteRequestError> {
     Ok(body.map_err(WriteRequestError::Body)?.to_bytes())
 }
 
-/// The object a create or update writes.
+/// The object a create or update writes: JSON (what `Content-Type` says,
+/// or none said), as the simulator reads no other format.
 async fn read_body(req: Request<Incoming>) -> Result<Value, WriteRequestError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    if let Some(ct) = content_type.filter(|ct| {
+        let media = ct.split(';').next().unwrap_or("").trim();
+        !media.is_empty() && media != "application/json" && media != "*/*"
+    }) {
+        return Err(WriteRequestError::NotJson(ct));
+    }
     let body = body(req).await?;
     let v: Value = serde_json::from_slice(&body).map_err(WriteRequestError::UnknownFormat)?;
     if !v.get("metadata").is_some_and(Value::is_object) {
