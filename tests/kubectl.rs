@@ -80,6 +80,12 @@ async fn everyday_kubectl_against_the_simulator_finds_short_names_and_categories
             let (ok, _, err) = kubectl(&kc, &args, None);
             assert!(!ok && err.contains("kubecache simulator reads JSON request bodies only"), "{args:?}: {err}");
         }
+        // A pod's log: lines that say the simulator runs no containers.
+        let pod = names(&["get", "pods", "-n", "default", "-o", "name"]);
+        let pod = pod.lines().next().unwrap();
+        let log = names(&["logs", "-n", "default", pod, "--tail=2"]);
+        assert_eq!(log.lines().count(), 2, "{log}");
+        assert!(log.contains("kubecache simulator: container"), "{log}");
         let deleted = names(&["delete", "cm", "-n", "default", "-l", "dc=kubectl"]);
         assert!(deleted.contains("dc-x"), "{deleted}");
         let (_, _, err) = kubectl(&kc, &["get", "cm", "dc-x", "-n", "default"], None);

@@ -925,3 +925,60 @@ async fn a_delete_of_a_collection_removes_what_its_selectors_match_and_answers_t
     })
     .await;
 }
+
+/// A pod's log as the apiserver answers it (text, `tailLines`,
+/// `timestamps`), its errors for a missing pod and an unknown container,
+/// and what the simulator does not simulate said by name.
+#[tokio::test]
+async fn a_pods_log_is_simulated_and_what_is_not_simulated_says_so() {
+    within(60, async {
+        let sim = SimBuilder::new().start().await;
+        let pods = get(&format!("{}/api/v1/namespaces/default/pods", sim.url))
+            .await
+            .json();
+        let pod = &pods["items"][0];
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let container = pod["spec"]["containers"][0]["name"].as_str().unwrap();
+        let base = format!("{}/api/v1/namespaces/default/pods/{name}/log", sim.url);
+        let (status, ct, text) = fetch(
+            &format!("{base}?container={container}&tailLines=3&timestamps=true"),
+            "*/*",
+        )
+        .await;
+        assert_eq!((status, ct.as_str()), (200, "text/plain"), "{text}");
+        assert_eq!(text.lines().count(), 3);
+        assert!(
+            text.lines()
+                .all(|l| l.contains("Z kubecache simulator: container")),
+            "{text}"
+        );
+        let r = get(&format!("{base}?container=nope")).await;
+        assert_eq!(r.status, 400);
+        assert_eq!(
+            r.json()["message"],
+            format!("container nope is not valid for pod {name}")
+        );
+        let r = get(&format!(
+            "{}/api/v1/namespaces/default/pods/nope/log",
+            sim.url
+        ))
+        .await;
+        assert_eq!(
+            (r.status.as_u16(), r.json()["message"].as_str()),
+            (404, Some("pods \"nope\" not found"))
+        );
+        for path in ["/api/v1/namespaces/default/pods/x/status", "/openapi/v2"] {
+            let r = get(&format!("{}{path}", sim.url)).await;
+            assert_eq!(r.status, 404, "{path}");
+            assert!(
+                r.json()["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the kubecache simulator does not simulate"),
+                "{path}: {}",
+                r.text()
+            );
+        }
+    })
+    .await;
+}

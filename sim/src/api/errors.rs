@@ -50,13 +50,13 @@ impl From<&RouteError> for Status {
                 s.retry_after = Some(secs);
                 s
             }
-            RouteError::NotAResourcePath(_)
-            | RouteError::UnknownResource(_)
-            | RouteError::Subresource(_) => Status::new(
+            RouteError::NotAResourcePath(_) | RouteError::UnknownResource(_) => Status::new(
                 404,
                 "NotFound",
                 "the server could not find the requested resource",
             ),
+            RouteError::NotSimulated(_) => Status::new(404, "NotFound", e.to_string()),
+            RouteError::Logs(e) => e.into(),
             RouteError::MethodNotAllowed(_) => Status::method_not_allowed(),
             RouteError::FaultControls(e) => e.into(),
             RouteError::Read { error, .. } => error.into(),
@@ -222,10 +222,20 @@ mod tests {
         for e in [
             RouteError::NotAResourcePath("/nope".into()),
             RouteError::UnknownResource(GroupVersionResource::new("", "v1", "widgets")),
-            RouteError::Subresource("status".into()),
         ] {
             assert_eq!(answer(Status::from(&e)), not_found, "{e}");
         }
+        let s = Status::from(&RouteError::NotSimulated(
+            "the status subresource of pods".into(),
+        ));
+        assert_eq!(
+            answer(s),
+            (
+                404,
+                "NotFound",
+                "the kubecache simulator does not simulate the status subresource of pods".into()
+            )
+        );
         let s = Status::from(&RouteError::MethodNotAllowed(Method::PUT));
         assert_eq!((s.code, s.reason), (405, "MethodNotAllowed"));
         let s = Status::from(&RouteError::InjectedFault);

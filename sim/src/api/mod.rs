@@ -13,6 +13,7 @@ mod discovery;
 mod errors;
 mod fault_controls;
 mod json;
+mod logs;
 mod reads;
 mod route;
 mod writes;

@@ -5,7 +5,7 @@
 
 use super::reads::{self, ReadError};
 use super::writes::{self, WriteRequestError};
-use super::{discovery, fault_controls};
+use super::{discovery, fault_controls, logs};
 use crate::faults::FaultCommandError;
 use crate::Sim;
 use http::{header, Method, Request, Response};
@@ -31,9 +31,10 @@ pub(super) enum RouteError {
     NotAResourcePath(String),
     #[error("the simulator has no resource {0}")]
     UnknownResource(GroupVersionResource),
-    /// `/status`, `/scale` and the like are not simulated.
-    #[error("the simulator has no subresource {0:?}")]
-    Subresource(String),
+    /// `/status`, `/scale` and the like, and the OpenAPI documents, are
+    /// not simulated: the answer says so, naming what.
+    #[error("the kubecache simulator does not simulate {0}")]
+    NotSimulated(String),
     #[error("{0} is not allowed on the requested resource")]
     MethodNotAllowed(Method),
     #[error("switching faults")]
@@ -48,6 +49,8 @@ pub(super) enum RouteError {
     },
     #[error("writing")]
     Write(#[from] WriteRequestError),
+    #[error("a pod's log")]
+    Logs(#[source] logs::LogError),
 }
 
 /// The answer of the part a request is for, or why there is none.
@@ -69,13 +72,26 @@ pub(super) async fn route(
     if let Some(answer) = discovery::answer(sim, &path) {
         return Ok(answer);
     }
+    if path.starts_with("/openapi/") || path == "/swagger.json" {
+        return Err(RouteError::NotSimulated(format!(
+            "OpenAPI documents ({path}); kubectl create and apply need --validate=false against it, and kubectl explain a real cluster"
+        )));
+    }
     let rp = ResourcePath::parse(&path).ok_or(RouteError::NotAResourcePath(path))?;
     let Some(t) = sim.type_of(&rp.group, &rp.version, &rp.resource).cloned() else {
         let gvr = GroupVersionResource::new(&rp.group, &rp.version, &rp.resource);
         return Err(RouteError::UnknownResource(gvr));
     };
     if let Some(sub) = &rp.subresource {
-        return Err(RouteError::Subresource(sub.clone()));
+        if sub == "log" && t.rt.kind == "Pod" && req.method() == Method::GET {
+            let ns = rp.namespace.as_deref().unwrap_or_default();
+            let name = rp.name.as_deref().unwrap_or_default();
+            return logs::answer(sim, &t, ns, name, query.as_deref()).map_err(RouteError::Logs);
+        }
+        return Err(RouteError::NotSimulated(format!(
+            "the {sub} subresource of {}",
+            t.rt.gvr.resource
+        )));
     }
     let ns = if rp.is_namespace_object() {
         None
