@@ -5,7 +5,7 @@
 //! container; `container`, `tailLines` and `timestamps` honoured.
 
 use super::json::respond;
-use crate::{Sim, SimType};
+use crate::SimType;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use kubecache::body::Body;
@@ -37,13 +37,11 @@ impl From<&LogError> for Status {
 const LINES: usize = 5;
 
 pub(super) fn answer(
-    sim: &Sim,
     t: &SimType,
     ns: &str,
     name: &str,
     query: Option<&str>,
 ) -> Result<Response<Body>, LogError> {
-    let _ = sim;
     let entry = t
         .store
         .get(&format!("{ns}/{name}"))

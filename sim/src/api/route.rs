@@ -86,7 +86,7 @@ pub(super) async fn route(
         if sub == "log" && t.rt.kind == "Pod" && req.method() == Method::GET {
             let ns = rp.namespace.as_deref().unwrap_or_default();
             let name = rp.name.as_deref().unwrap_or_default();
-            return logs::answer(sim, &t, ns, name, query.as_deref()).map_err(RouteError::Logs);
+            return logs::answer(&t, ns, name, query.as_deref()).map_err(RouteError::Logs);
         }
         return Err(RouteError::NotSimulated(format!(
             "the {sub} subresource of {}",
