@@ -710,9 +710,12 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
+            // clap's whole message — its suggestion, the allowed values,
+            // the usage — under kubecache's own first line.
             let msg = e.to_string();
-            let first = msg.lines().next().unwrap_or("bad arguments");
+            let (first, rest) = msg.split_once('\n').unwrap_or((&msg, ""));
             eprintln!("kubecache: {}", first.trim_start_matches("error: "));
+            eprint!("{rest}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };

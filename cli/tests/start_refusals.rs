@@ -104,3 +104,27 @@ fn serving_every_client_as_kubecache_is_refused_off_loopback() {
     assert_eq!(code, Some(64), "{stderr}");
     assert!(stderr.contains("none"), "{stderr}");
 }
+
+/// A flag mistyped or given a value it does not take: exit 64 before
+/// anything binds, with clap's whole message — the suggestion, the allowed
+/// values, the usage.
+#[test]
+fn a_mistyped_flag_or_value_gets_the_suggestion_and_the_allowed_values() {
+    let (code, stderr) = serve(&["--upstrem", "http://127.0.0.1:1"]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(
+        stderr.starts_with("kubecache: unexpected argument '--upstrem' found"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tip: a similar argument exists: '--upstream'"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Usage: kubecache serve"), "{stderr}");
+    let (code, stderr) = serve(&["--listen", "127.0.0.1:0", "--consistent-reads", "fresh"]);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(
+        stderr.contains("[possible values: forward, serve-stale]"),
+        "{stderr}"
+    );
+}
