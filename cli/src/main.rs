@@ -100,12 +100,17 @@ struct SimArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
+    /// Namespaces the generated objects are spread over (`default`,
+    /// `kube-system`, then `team-NN`).
     #[arg(long, default_value_t = 5)]
     namespaces: usize,
+    /// Pods to generate, in every phase, owned by generated deployments.
     #[arg(long, default_value_t = 100)]
     pods: usize,
+    /// ConfigMaps to generate.
     #[arg(long, default_value_t = 50)]
     configmaps: usize,
+    /// Nodes to generate (the pods are scheduled on them).
     #[arg(long, default_value_t = 5)]
     nodes: usize,
     /// Pod updates per second.
@@ -194,10 +199,13 @@ struct DemoArgs {
     /// Where the simulated apiserver listens.
     #[arg(long, default_value = "127.0.0.1:0")]
     sim_listen: String,
+    /// Pods the simulator generates (in every phase, owned by deployments).
     #[arg(long, default_value_t = 2000)]
     pods: usize,
+    /// ConfigMaps the simulator generates.
     #[arg(long, default_value_t = 500)]
     configmaps: usize,
+    /// Pod updates per second, as kubelets and controllers make them.
     #[arg(long, default_value_t = 2.0)]
     churn: f64,
 }

@@ -128,3 +128,40 @@ fn a_mistyped_flag_or_value_gets_the_suggestion_and_the_allowed_values() {
         "{stderr}"
     );
 }
+
+/// Every flag of every command says what it is for.
+#[test]
+fn every_flag_has_help_text() {
+    for command in ["serve", "sim", "demo", "probe"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubecache"))
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = help.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim_start();
+            if !t.starts_with('-') {
+                continue;
+            }
+            // Its text is on the same line after the flag, or on the next;
+            // clap's `[default: …]` and `[possible values: …]` are not it.
+            let prose = |text: &str| {
+                let text = text.split('[').next().unwrap_or("");
+                text.split_whitespace()
+                    .any(|w| !w.starts_with('<') && !w.starts_with('-'))
+            };
+            let after: Vec<&str> = t
+                .split_whitespace()
+                .skip_while(|w| w.starts_with('-') || w.starts_with('<'))
+                .collect();
+            let same_line = prose(&after.join(" "));
+            let next = lines.get(i + 1).map(|l| l.trim_start()).unwrap_or("");
+            let next_line = !next.starts_with('-') && prose(next);
+            assert!(
+                same_line || next_line,
+                "kubecache {command}: {line} has no help"
+            );
+        }
+    }
+}
