@@ -568,7 +568,7 @@ async fn listen(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr
     Ok((listener, bound))
 }
 
-async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
+async fn run_serve(cfg: ServeConfig, bound_to: impl FnOnce(SocketAddr)) -> Result<(), CliError> {
     let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new()
         .set_buckets_for_metric(
             metrics_exporter_prometheus::Matcher::Full("apiserver_request_duration_seconds".into()),
@@ -622,6 +622,7 @@ async fn run_serve(cfg: ServeConfig) -> Result<(), CliError> {
     let state = Arc::new(state);
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
     tracing::info!(listen = %bound, %scheme, auth_mode = auth_mode.as_str(), upstream = %cfg.upstream.url, "kubecache serving");
+    bound_to(bound);
     let stop = serve::Stop {
         delay: cfg.shutdown_delay,
         drain: cfg.drain,
@@ -686,20 +687,36 @@ async fn run_demo(
             "v1/nodes".into(),
             "apps/v1/deployments".into(),
         ],
+        // The simulator is beside it and the cache follows it closely:
+        // kubectl's paginated lists are answered from the cache too, as
+        // long as it is current (README, "consistentReads").
+        consistent_reads: Some(ConsistentReads::ServeStale),
         ..Default::default()
     }
     .into_serve()?;
-    let listen = listen_on;
-    eprintln!("kubecache demo: simulated apiserver on http://{sim_addr}, proxy on http://{listen}");
-    eprintln!("try:");
-    eprintln!("  kubectl --server http://{listen} get pods -A");
-    eprintln!("  kubectl --server http://{listen} get pods -A -o json --chunk-size=100");
-    eprintln!("  kubectl --server http://{listen} get pods -n default -l app=web");
-    eprintln!("  curl -s 'http://{listen}/api/v1/pods?resourceVersion=0' | head -c 300");
-    eprintln!("  curl -s http://{listen}/metrics | grep apiserver_request_total");
-    let r = run_serve(cfg).await;
+    let r = run_serve(cfg, |listen| demo_guide(sim_addr, listen)).await;
     let _ = stop_tx.send(());
     r
+}
+
+/// What the demo says once it serves: what to try, and which of it the
+/// cache answers and which goes to the simulator.
+fn demo_guide(sim: SocketAddr, listen: SocketAddr) {
+    let k = format!("kubectl --server http://{listen}");
+    eprintln!(
+        "kubecache demo: simulated apiserver on http://{sim}, kubecache on http://{listen}\n\
+         (consistentReads: serve-stale: kubectl's lists are answered from the cache while it follows the simulator)\n\
+         answered from the cache:\n\
+         \x20 {k} get pods -A\n\
+         \x20 {k} get deploy,cm,ns,no -A -l app=web\n\
+         \x20 {k} get pods -n default -o wide --watch --request-timeout=5s\n\
+         \x20 curl -s 'http://{listen}/api/v1/pods?resourceVersion=0' | head -c 300\n\
+         forwarded to the simulator:\n\
+         \x20 {k} label pods -n default --all demo=yes --overwrite\n\
+         \x20 {k} logs -n default -l app=web --tail=1\n\
+         what went where: http://{listen}/debug/cache (a page per type: served, forwarded) and\n\
+         \x20 curl -s http://{listen}/metrics | grep -E 'kubecache_forwarded_requests_total|apiserver_request_total'"
+    );
 }
 
 fn main() -> ExitCode {
@@ -797,7 +814,7 @@ fn run(
                 blocking_threads = blocking_threads(),
                 "kubecache starting"
             );
-            runtime().block_on(run_serve(cfg))
+            runtime().block_on(run_serve(cfg, |_| {}))
         }
     }
 }
