@@ -107,7 +107,9 @@ pub struct Cache {
     snapshots: Option<Snapshots>,
     /// When the discovery documents were read from the upstream.
     discovery_as_of: RwLock<Option<std::time::SystemTime>>,
-    /// The discovery last written to the snapshot.
+    /// The discovery last written to the snapshot; held while a snapshot
+    /// is written, so that the interval's writer and the last one at
+    /// shutdown never write the same file at once.
     discovery_written: std::sync::Mutex<Option<Arc<Discovery>>>,
 }
 
@@ -411,7 +413,7 @@ impl Cache {
                 Err(e) => tracing::warn!(error = %e, "snapshot: writing discovery"),
             }
         }
-        drop(last);
+        // `last` is held to the end: one writer at a time.
         let mut kept = std::collections::HashSet::new();
         for tc in self.all() {
             if !tc.is_synced() {

@@ -137,6 +137,15 @@ impl Snapshots {
         std::fs::write(&probe, b"")
             .and_then(|()| std::fs::remove_file(&probe))
             .map_err(|e| SnapshotError::Dir(dir.into(), e))?;
+        // What a crash left half written.
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.filter_map(Result::ok) {
+                let name = e.file_name();
+                if name.to_str().is_some_and(|n| n.contains(".tmp-")) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
         Ok(Snapshots {
             dir: dir.into(),
             upstream: upstream.into(),
@@ -509,6 +518,18 @@ mod tests {
             snaps.read_type(&path, |_| Ok(())),
             Err(SnapshotError::Corrupt(..))
         ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn what_a_crash_left_half_written_is_removed_when_the_directory_opens() {
+        let dir = scratch("leftover");
+        let (_, _, _) = written(&dir);
+        let half = dir.join("core_v1_pods.tmp-99999");
+        std::fs::write(&half, b"half").unwrap();
+        let snaps = Snapshots::open(&dir, "https://10.0.0.1:6443").unwrap();
+        assert!(!half.exists());
+        assert_eq!(snaps.type_paths().unwrap().len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
