@@ -224,6 +224,45 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
     }
 }
 
+/// kubecaches one in front of the other: the first in front of the
+/// upstream, each next in front of the one before it; clients talk to the
+/// last (`front`). One hop is a plain kubecache.
+pub struct Chain {
+    pub hops: Vec<Proxy>,
+}
+
+impl Chain {
+    pub fn front(&self) -> &Proxy {
+        self.hops.last().expect("a chain has a hop")
+    }
+    /// What the front kubecache is in front of: the upstream, or the hop
+    /// before it.
+    pub fn behind_front<'a>(&'a self, upstream: &'a str) -> &'a str {
+        match self.hops.len() {
+            0 | 1 => upstream,
+            n => &self.hops[n - 2].url,
+        }
+    }
+}
+
+pub async fn start_chain(upstream: &str, hops: usize) -> Chain {
+    let mut chain = Chain { hops: Vec::new() };
+    for _ in 0..hops {
+        let behind = chain.hops.last().map_or(upstream, |p| p.url.as_str());
+        let p = start_proxy(behind).await;
+        chain.hops.push(p);
+    }
+    chain
+}
+
+/// `wait_synced` for every hop, from the one nearest the upstream: the
+/// front's reads are then served from caches all the way.
+pub async fn wait_chain_synced(c: &Chain, collection_path: &str, resource: &str) {
+    for p in &c.hops {
+        wait_synced(p, collection_path, resource).await;
+    }
+}
+
 /// The proxy's cache of `resource` (e.g. `v1/configmaps`), if it holds one.
 pub fn type_cache(p: &Proxy, resource: &str) -> Option<Arc<kubecache::cache::TypeCache>> {
     p.cache
