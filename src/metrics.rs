@@ -108,6 +108,11 @@ pub fn describe() {
         "Bytes gzipped for responses: in (plain) and out (compressed)."
     );
     describe_counter!(
+        "kubecache_upstream_watch_bytes_total",
+        Unit::Bytes,
+        "Bytes of the reflectors' watch streams as they came from the upstream, by content encoding (gzip from an upstream kubecache, identity otherwise)."
+    );
+    describe_counter!(
         "apiserver_watch_cache_initializations_total",
         "Counter of watch cache initializations (lists and relists), by resource."
     );
@@ -370,6 +375,13 @@ pub fn upstream_request(method: &str, code: Option<u16>) {
 pub fn gzip_bytes(plain: usize, compressed: usize) {
     counter!("kubecache_gzip_bytes_total", "direction" => "in").increment(plain as u64);
     counter!("kubecache_gzip_bytes_total", "direction" => "out").increment(compressed as u64);
+}
+
+/// Bytes of a reflector's watch stream as they came: `gzipped` from an
+/// upstream kubecache, else as the apiserver frames them.
+pub fn upstream_watch_bytes(gzipped: bool, n: usize) {
+    let encoding = if gzipped { "gzip" } else { "identity" };
+    counter!("kubecache_upstream_watch_bytes_total", "encoding" => encoding).increment(n as u64);
 }
 
 /// An event the cache received; `kind` is the watch event's type

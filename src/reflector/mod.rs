@@ -11,6 +11,7 @@ pub use writer::{Overflow, Writer};
 pub mod consistency;
 
 use crate::encode::codec::{DecodeError, Entry, ListStyle, TypeCodec};
+use crate::encode::watch_gzip::Gunzip;
 use crate::metrics;
 use crate::store::EventType;
 use crate::upstream::health::UpstreamHealth;
@@ -570,7 +571,7 @@ async fn watch(
     let allowed = Duration::from_secs(timeout_seconds) + cfg.watch_grace;
     let deadline = tokio::time::Instant::now() + allowed;
     let stalled = |rv| ReflectorError::WatchStalled { after: allowed, rv };
-    let resp = tokio::time::timeout_at(deadline, up.get(&path))
+    let resp = tokio::time::timeout_at(deadline, up.watch(&path))
         .await
         .map_err(|_| stalled(rv))?
         .map_err(ReflectorError::Watch)?;
@@ -592,6 +593,18 @@ async fn watch(
             &body,
         )));
     }
+    // An upstream kubecache gzips the stream it was asked to; an
+    // apiserver never does.
+    let mut gunzip = match resp.headers().get(http::header::CONTENT_ENCODING) {
+        None => None,
+        Some(v) if v == "gzip" => Some(Gunzip::default()),
+        Some(v) if v == "identity" => None,
+        Some(v) => {
+            return Err(ReflectorError::WatchDecode(format!(
+                "content encoding {v:?}"
+            )))
+        }
+    };
     let codec = writer.codec();
     let resource = writer.resource().to_string();
     let mut body = resp.into_body();
@@ -612,7 +625,13 @@ async fn watch(
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        buf.extend_from_slice(&data);
+        metrics::upstream_watch_bytes(gunzip.is_some(), data.len());
+        match &mut gunzip {
+            Some(g) => g
+                .push(&data, &mut buf, MAX_EVENT_BYTES + data.len())
+                .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?,
+            None => buf.extend_from_slice(&data),
+        }
         while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
             let line = buf.split_to(nl + 1);
             let line = &line[..nl];
@@ -627,7 +646,7 @@ async fn watch(
                 backoff.reset();
             }
         }
-        if buf.len() > 64 * 1024 * 1024 {
+        if buf.len() > MAX_EVENT_BYTES {
             return Err(ReflectorError::WatchDecode(
                 "event larger than 64 MiB".into(),
             ));
@@ -638,6 +657,9 @@ async fn watch(
     }
     Ok(Phase::Watching { rv: last })
 }
+
+/// The largest event line a watch stream may hold.
+const MAX_EVENT_BYTES: usize = 64 * 1024 * 1024;
 
 fn apply_event(
     writer: &impl Writer,

@@ -409,6 +409,23 @@ impl Upstream {
         self.send(req).await
     }
 
+    /// A watch (JSON) as a reflector asks for it: saying that it is a
+    /// kubecache that takes the stream gzipped, which a kubecache
+    /// upstream then sends (and an apiserver ignores).
+    pub async fn watch(&self, path_and_query: &str) -> Result<Response<Incoming>, UpstreamError> {
+        let req = Request::get(self.uri(path_and_query))
+            .header(header::ACCEPT, "application/json")
+            .header(header::ACCEPT_ENCODING, "gzip")
+            .header(crate::request::WATCH_ENCODING, "gzip")
+            .header(
+                header::USER_AGENT,
+                concat!("kubecache/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(body::empty())
+            .expect("a GET with fixed headers is a valid request");
+        self.send(req).await
+    }
+
     /// A POST of a JSON body the proxy makes for itself (its reviews of
     /// clients); the whole answer, non-2xx answers being errors.
     pub async fn post_json(&self, path: &str, json: Vec<u8>) -> Result<Bytes, UpstreamError> {
