@@ -108,9 +108,9 @@ pub fn describe() {
         "Bytes gzipped for responses: in (plain) and out (compressed)."
     );
     describe_counter!(
-        "kubecache_upstream_watch_bytes_total",
+        "kubecache_upstream_body_bytes_total",
         Unit::Bytes,
-        "Bytes of the reflectors' watch streams as they came from the upstream, by content encoding (gzip from an upstream kubecache, identity otherwise)."
+        "Bytes of the reflectors' list and watch bodies as they came from the upstream, by request (list, watch) and content encoding (gzip or identity)."
     );
     describe_counter!(
         "apiserver_watch_cache_initializations_total",
@@ -380,8 +380,18 @@ pub fn gzip_bytes(plain: usize, compressed: usize) {
 /// Bytes of a reflector's watch stream as they came: `gzipped` from an
 /// upstream kubecache, else as the apiserver frames them.
 pub fn upstream_watch_bytes(gzipped: bool, n: usize) {
+    upstream_body_bytes("watch", gzipped, n);
+}
+
+/// Bytes of a reflector's list page as they came, `gzipped` or not.
+pub fn upstream_list_bytes(gzipped: bool, n: usize) {
+    upstream_body_bytes("list", gzipped, n);
+}
+
+fn upstream_body_bytes(request: &'static str, gzipped: bool, n: usize) {
     let encoding = if gzipped { "gzip" } else { "identity" };
-    counter!("kubecache_upstream_watch_bytes_total", "encoding" => encoding).increment(n as u64);
+    counter!("kubecache_upstream_body_bytes_total", "request" => request, "encoding" => encoding)
+        .increment(n as u64);
 }
 
 /// An event the cache received; `kind` is the watch event's type

@@ -126,6 +126,11 @@ pub struct ReflectorConfig {
     pub consistency_check: Option<Duration>,
     /// How long a type let go for its size waits before listing again.
     pub too_large_retry: Duration,
+    /// Whether lists ask for gzip (as client-go's do: the apiserver and
+    /// kubecache compress those over 128 KiB), and watches ask an upstream
+    /// kubecache for gzipped streams (`request::WATCH_ENCODING`; an
+    /// apiserver ignores that ask).
+    pub gzip: bool,
 }
 
 impl Default for ReflectorConfig {
@@ -138,6 +143,7 @@ impl Default for ReflectorConfig {
             // The apiserver checks its watch cache every 5 minutes too.
             consistency_check: Some(Duration::from_secs(300)),
             too_large_retry: Duration::from_secs(600),
+            gzip: true,
         }
     }
 }
@@ -189,6 +195,10 @@ pub struct ReflectorStats {
     pub watches: AtomicU64,
     /// Errors of any phase.
     pub errors: AtomicU64,
+    /// Watches the upstream answered gzipped.
+    pub gzipped_watches: AtomicU64,
+    /// The watches' body bytes as they came (gzipped or not).
+    pub watch_bytes: AtomicU64,
 }
 
 /// client-go's reflector backoff: 800 ms doubling to 30 s, full jitter.
@@ -505,7 +515,7 @@ async fn list(
             }
         };
         let page = up
-            .get_bytes_unless_silent(&query, cfg.list_page_timeout, received)
+            .get_bytes_unless_silent(&query, cfg.list_page_timeout, cfg.gzip, received)
             .await
             .ok_or(ReflectorError::ListStalled(cfg.list_page_timeout))?;
         if let Some(o) = overflow {
@@ -571,7 +581,7 @@ async fn watch(
     let allowed = Duration::from_secs(timeout_seconds) + cfg.watch_grace;
     let deadline = tokio::time::Instant::now() + allowed;
     let stalled = |rv| ReflectorError::WatchStalled { after: allowed, rv };
-    let resp = tokio::time::timeout_at(deadline, up.watch(&path))
+    let resp = tokio::time::timeout_at(deadline, up.watch(&path, cfg.gzip))
         .await
         .map_err(|_| stalled(rv))?
         .map_err(ReflectorError::Watch)?;
@@ -597,7 +607,13 @@ async fn watch(
     // apiserver never does.
     let mut gunzip = match resp.headers().get(http::header::CONTENT_ENCODING) {
         None => None,
-        Some(v) if v == "gzip" => Some(Gunzip::default()),
+        Some(v) if v == "gzip" => {
+            writer
+                .stats()
+                .gzipped_watches
+                .fetch_add(1, Ordering::Relaxed);
+            Some(Gunzip::default())
+        }
         Some(v) if v == "identity" => None,
         Some(v) => {
             return Err(ReflectorError::WatchDecode(format!(
@@ -626,6 +642,11 @@ async fn watch(
             continue;
         };
         metrics::upstream_watch_bytes(gunzip.is_some(), data.len());
+        let received = data.len() as u64;
+        writer
+            .stats()
+            .watch_bytes
+            .fetch_add(received, Ordering::Relaxed);
         match &mut gunzip {
             Some(g) => g
                 .push(&data, &mut buf, MAX_EVENT_BYTES + data.len())
