@@ -174,6 +174,11 @@ impl ProxyBuilder {
         self.reflector.too_large_retry = retry;
         self
     }
+    /// Whether the reflectors ask an upstream kubecache for gzipped watches.
+    pub fn upstream_gzip(mut self, on: bool) -> Self {
+        self.reflector.gzip = on;
+        self
+    }
     /// Each cached type is compared with the upstream this often.
     pub fn consistency_check(mut self, every: Duration) -> Self {
         self.reflector.consistency_check = Some(every);
