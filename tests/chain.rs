@@ -114,12 +114,14 @@ async fn gzipped_watches_decode_to_the_plain_ones(up: &str) {
     let (p, ns, rv) = one_hop(up, "chain-gzip").await;
     let base = format!("{}/api/v1/namespaces/{ns}/configmaps", p.url);
     // Changes after rv with the bookmark before the deadline; the state as
-    // initial events; a position the cache never held (410 ERROR event).
+    // initial events; a position the cache never held (410 ERROR event);
+    // initial events at a version it never reaches (504 ERROR event).
     let queries = [
         format!("watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4"),
         "watch=1&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=4".to_string(),
         format!("watch=1&resourceVersion={rv}&labelSelector=chain%3Dyes&timeoutSeconds=4"),
         "watch=1&resourceVersion=1".to_string(),
+        "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=999999999".to_string(),
     ];
     let mut reads = Vec::new();
     for q in &queries {
@@ -188,6 +190,7 @@ async fn gzipped_watches_decode_to_the_plain_ones(up: &str) {
         (e["type"].as_str(), e["object"]["code"].as_i64()),
         (Some("ERROR"), Some(410))
     );
+    assert_eq!(expired.lines.len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -537,6 +540,42 @@ async fn gzipped_watches_carry_a_fraction_of_the_bytes_on_pod_churn() {
             (listed.0 as f64) < listed.1 as f64 * 0.35,
             "the gzipped list saved too little: {listed:?}"
         );
+    })
+    .await;
+}
+
+/// The front kubecache's own endpoints: it probes the upstream through
+/// the kubecache behind it (`GET /api`, forwarded), and its readiness
+/// counts its own caches only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_front_kubecache_is_live_and_ready_through_the_one_behind() {
+    within(60, async {
+        let sim = SimBuilder::new().start().await;
+        let chain = start_chain(&sim.url, 2).await;
+        wait_chain_synced(&chain, "/api/v1/configmaps", "v1/configmaps").await;
+        let front = &chain.front().url;
+        for path in ["/livez", "/readyz", "/healthz"] {
+            let r = get(&format!("{front}{path}")).await;
+            assert_eq!(
+                (r.status.as_u16(), r.text().as_str()),
+                (200, "ok"),
+                "{path}"
+            );
+        }
+        let verbose = get(&format!("{front}/readyz?verbose")).await.text();
+        assert!(verbose.contains("[+]upstream ok"), "{verbose}");
+        assert!(
+            verbose.contains("[+]informer-sync/v1/configmaps ok"),
+            "{verbose}"
+        );
+        // Discovery, forwarded twice, is the simulator's.
+        for path in ["/api", "/apis", "/api/v1"] {
+            let (a, b) = (
+                get(&format!("{}{path}", sim.url)).await,
+                get(&format!("{front}{path}")).await,
+            );
+            assert_eq!((b.status, b.text()), (a.status, a.text()), "{path}");
+        }
     })
     .await;
 }
