@@ -126,8 +126,9 @@ pub struct ReflectorConfig {
     pub consistency_check: Option<Duration>,
     /// How long a type let go for its size waits before listing again.
     pub too_large_retry: Duration,
-    /// Whether lists ask for gzip (as client-go's do: the apiserver and
-    /// kubecache compress those over 128 KiB), and watches ask an upstream
+    /// Whether lists (the consistency check's too) ask for gzip (as
+    /// client-go's do: the apiserver and kubecache compress those over
+    /// 128 KiB), and watches ask an upstream
     /// kubecache for gzipped streams (`request::WATCH_ENCODING`; an
     /// apiserver ignores that ask).
     pub gzip: bool,
@@ -280,6 +281,7 @@ pub async fn run<W: Writer>(
             every,
             watching.subscribe(),
             relist.clone(),
+            cfg.gzip,
         )))
     });
     loop {

@@ -402,15 +402,22 @@ impl Upstream {
         path_and_query: &str,
         accept: &'static str,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        let req = Request::get(self.uri(path_and_query))
-            .header(header::ACCEPT, accept)
-            .header(
-                header::USER_AGENT,
-                concat!("kubecache/", env!("CARGO_PKG_VERSION")),
-            )
-            .body(body::empty())
-            .expect("a GET with fixed headers is a valid request");
-        self.send(req).await
+        self.send(self.get_request(path_and_query, accept, false))
+            .await
+    }
+
+    /// A GET of kubecache's own, asking for gzip if `gzip`.
+    fn get_request(&self, path_and_query: &str, accept: &str, gzip: bool) -> Request<Body> {
+        let mut req = Request::get(self.uri(path_and_query)).header(header::ACCEPT, accept);
+        if gzip {
+            req = req.header(header::ACCEPT_ENCODING, "gzip");
+        }
+        req.header(
+            header::USER_AGENT,
+            concat!("kubecache/", env!("CARGO_PKG_VERSION")),
+        )
+        .body(body::empty())
+        .expect("a GET with fixed headers is a valid request")
     }
 
     /// A watch (JSON) as a reflector asks for it; with `gzip`, saying that
@@ -421,20 +428,13 @@ impl Upstream {
         path_and_query: &str,
         gzip: bool,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        let mut req =
-            Request::get(self.uri(path_and_query)).header(header::ACCEPT, "application/json");
+        let mut req = self.get_request(path_and_query, "application/json", gzip);
         if gzip {
-            req = req
-                .header(header::ACCEPT_ENCODING, "gzip")
-                .header(crate::request::WATCH_ENCODING, "gzip");
+            req.headers_mut().insert(
+                crate::request::WATCH_ENCODING,
+                http::HeaderValue::from_static("gzip"),
+            );
         }
-        let req = req
-            .header(
-                header::USER_AGENT,
-                concat!("kubecache/", env!("CARGO_PKG_VERSION")),
-            )
-            .body(body::empty())
-            .expect("a GET with fixed headers is a valid request");
         self.send(req).await
     }
 
@@ -460,14 +460,28 @@ impl Upstream {
         Self::whole(resp, path_and_query).await
     }
 
-    /// `get_bytes` asking for the representations in `accept`.
+    /// `get_bytes` asking for the representations in `accept`, and with
+    /// `gzip` for the body gzipped (decoded here).
     pub async fn get_bytes_accepting(
         &self,
         path_and_query: &str,
         accept: &'static str,
+        gzip: bool,
     ) -> Result<Bytes, UpstreamError> {
-        let resp = self.get_accepting(path_and_query, accept).await?;
-        Self::whole(resp, path_and_query).await
+        let resp = self
+            .send(self.get_request(path_and_query, accept, gzip))
+            .await?;
+        let gzipped = resp
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| v == "gzip");
+        let body = Self::whole(resp, path_and_query).await?;
+        if !gzipped {
+            return Ok(body);
+        }
+        let mut plain = BytesMut::new();
+        Gunzip::default().push(&body, &mut plain, (body.len() * 1024).max(1 << 20))?;
+        Ok(plain.freeze())
     }
 
     /// `get_bytes`, given up (`None`) once the upstream has been silent
@@ -489,18 +503,7 @@ impl Upstream {
         gzip: bool,
         mut received: impl FnMut(usize) -> std::ops::ControlFlow<()>,
     ) -> Option<Result<Bytes, UpstreamError>> {
-        let mut req =
-            Request::get(self.uri(path_and_query)).header(header::ACCEPT, "application/json");
-        if gzip {
-            req = req.header(header::ACCEPT_ENCODING, "gzip");
-        }
-        let req = req
-            .header(
-                header::USER_AGENT,
-                concat!("kubecache/", env!("CARGO_PKG_VERSION")),
-            )
-            .body(body::empty())
-            .expect("a GET with fixed headers is a valid request");
+        let req = self.get_request(path_and_query, "application/json", gzip);
         let resp = match tokio::time::timeout(silence, self.send(req)).await {
             Err(_) => return None,
             Ok(Err(e)) => return Some(Err(e)),
