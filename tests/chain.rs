@@ -475,9 +475,15 @@ async fn gzipped_watches_carry_a_fraction_of_the_bytes_on_pod_churn() {
         let a = start_proxy(&sim.url).await;
         wait_synced(&a, "/api/v1/pods", "v1/pods").await;
         let (relay_gzip, relay_plain) = (Relay::start(&a.url).await, Relay::start(&a.url).await);
-        let b_gzip = start_proxy(&relay_gzip.url).await;
+        // Without consistency checks: their pages (gzipped or not) would
+        // pass the relays at random times within the run.
+        let b_gzip = ProxyBuilder::new(&relay_gzip.url)
+            .no_consistency_check()
+            .start()
+            .await;
         let b_plain = ProxyBuilder::new(&relay_plain.url)
             .upstream_gzip(false)
+            .no_consistency_check()
             .start()
             .await;
         // Started by a read of an empty namespace, so that the relays
@@ -494,6 +500,9 @@ async fn gzipped_watches_carry_a_fraction_of_the_bytes_on_pod_churn() {
                 .load(Ordering::Relaxed)
         };
         let body_before = (watched(&b_gzip), watched(&b_plain));
+        // A churn step that changes nothing (the pod already so) makes no
+        // event: the events are the versions the simulator made.
+        let revision = sim.sim.revision();
         let started = Instant::now();
         let mut step = 0u64;
         let every = Duration::from_secs_f64(1.0 / per_sec as f64);
@@ -503,6 +512,7 @@ async fn gzipped_watches_carry_a_fraction_of_the_bytes_on_pod_churn() {
             step += 1;
             sim.sim.churn_once(step);
         }
+        let events = sim.sim.revision() - revision;
         // Both fronts hold every change before the bytes are read.
         let path = "/api/v1/pods";
         converged(&sim.url, &b_gzip, path, Duration::from_secs(30)).await;
@@ -517,25 +527,25 @@ async fn gzipped_watches_carry_a_fraction_of_the_bytes_on_pod_churn() {
         );
         let ratio = wire.0 as f64 / wire.1 as f64;
         println!(
-            "chain churn: {step} pod updates in {seconds} s; between the hops, the watch \
+            "chain churn: {step} pod updates asked, {events} made, in {seconds} s; between the hops, the watch \
              (wire, headers and framing included): gzip {} bytes, plain {} bytes ({:.1}% of \
              plain, {:.0} vs {:.0} bytes per event); watch bodies {} vs {}; the reflectors' \
              lists of 2,000 pods: {} bytes gzipped, {} plain",
             wire.0,
             wire.1,
             ratio * 100.0,
-            wire.0 as f64 / step as f64,
-            wire.1 as f64 / step as f64,
+            wire.0 as f64 / events as f64,
+            wire.1 as f64 / events as f64,
             body.0,
             body.1,
             listed.0,
             listed.1,
         );
         assert!(
-            wire.1 as f64 > step as f64 * 1000.0,
-            "the plain watch carried too little: {wire:?}"
+            events > step / 2 && wire.1 > events * 1000,
+            "the plain watch carried too little: {wire:?} for {events} events"
         );
-        assert!(ratio < 0.35, "gzip saved too little: {wire:?}");
+        assert!(ratio < 0.25, "gzip saved too little: {wire:?}");
         assert!(
             (listed.0 as f64) < listed.1 as f64 * 0.35,
             "the gzipped list saved too little: {listed:?}"

@@ -179,6 +179,12 @@ impl ProxyBuilder {
         self.reflector.gzip = on;
         self
     }
+    /// No consistency checks (their lists would be counted with what a
+    /// test measures).
+    pub fn no_consistency_check(mut self) -> Self {
+        self.reflector.consistency_check = None;
+        self
+    }
     /// Each cached type is compared with the upstream this often.
     pub fn consistency_check(mut self, every: Duration) -> Self {
         self.reflector.consistency_check = Some(every);
