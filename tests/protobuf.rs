@@ -356,18 +356,18 @@ async fn protobuf_reads(hops: usize) {
                 if old {
                     break;
                 }
-                same(&up, &p, &exact, accept).await;
+                same(&up, p, &exact, accept).await;
             }
             if !old {
                 for accept in [PROTOBUF, CLIENT_GO] {
-                    same(&up, &p, &format!("{exact}&limit=1"), accept).await;
+                    same(&up, p, &format!("{exact}&limit=1"), accept).await;
                 }
-                same_metadata_page(&up, &p, &format!("{exact}&limit=1")).await;
+                same_metadata_page(&up, p, &format!("{exact}&limit=1")).await;
             }
             // RV=0: the same items, in each cache's order.
             let all = format!("{path}?resourceVersion=0");
             assert_served_with(
-                &p,
+                p,
                 kubecache::serve::ConsistentReads::Forward,
                 &all,
                 PROTOBUF,
@@ -380,13 +380,13 @@ async fn protobuf_reads(hops: usize) {
             for item in cached["items"].as_array().unwrap().iter().take(12) {
                 let name = item["metadata"]["name"].as_str().unwrap();
                 let one = format!("{path}/{name}?resourceVersion=0");
-                same(&up, &p, &one, PROTOBUF).await;
-                same(&up, &p, &one, PROTOBUF_META).await;
+                same(&up, p, &one, PROTOBUF).await;
+                same(&up, p, &one, PROTOBUF_META).await;
             }
         }
         // Errors made here are written in protobuf too.
         let missing = format!("/api/v1/namespaces/{ns}/configmaps/nope?resourceVersion=0");
-        same(&up, &p, &missing, PROTOBUF).await;
+        same(&up, p, &missing, PROTOBUF).await;
         let invalid = format!("/api/v1/namespaces/{ns}/configmaps?resourceVersionMatch=Exact");
         let mut headers = http::HeaderMap::new();
         headers.insert("accept", http::HeaderValue::from_static(PROTOBUF));
@@ -401,7 +401,7 @@ async fn protobuf_reads(hops: usize) {
             &request,
         );
         assert!(matches!(d, Err(kubecache::serve::route::Route::Refused(_))));
-        let body = same_answer(&up, &p, &invalid, PROTOBUF).await;
+        let body = same_answer(&up, p, &invalid, PROTOBUF).await;
         assert_eq!(unwrap_envelope(&body).type_meta.unwrap().kind, "Status");
         release(&up, ns).await;
     }

@@ -90,12 +90,12 @@ async fn tables_of_every_printed_type(hops: usize) {
         for path in &fixtures.paths {
             synced_chain(&up, &chain, path).await;
             for accept in [TABLE, TABLE_V1BETA1, KUBECTL_ACCEPT] {
-                same_list_table(&up, &p, &format!("{path}?resourceVersion=0"), accept).await;
+                same_list_table(&up, p, &format!("{path}?resourceVersion=0"), accept).await;
             }
             for include in ["None", "Object", "Metadata"] {
                 same_list_table(
                     &up,
-                    &p,
+                    p,
                     &format!("{path}?resourceVersion=0&includeObject={include}"),
                     TABLE,
                 )
@@ -106,9 +106,9 @@ async fn tables_of_every_printed_type(hops: usize) {
             let list = get(&format!("{up}{path}")).await.json();
             for item in list["items"].as_array().unwrap().iter().take(12) {
                 let name = item["metadata"]["name"].as_str().unwrap();
-                same_table(&up, &p, &format!("{path}/{name}?resourceVersion=0"), TABLE).await;
+                same_table(&up, p, &format!("{path}/{name}?resourceVersion=0"), TABLE).await;
                 let one = format!("{path}/{name}?resourceVersion=0");
-                assert_served_from_cache(&p, &one, META);
+                assert_served_from_cache(p, &one, META);
                 let (a, b) = (
                     fetch(&format!("{up}{one}"), META).await,
                     fetch(&format!("{}{one}", p.url), META).await,
@@ -116,7 +116,7 @@ async fn tables_of_every_printed_type(hops: usize) {
                 assert_eq!(b, a, "{one}");
             }
             let all = format!("{path}?resourceVersion=0");
-            assert_served_from_cache(&p, &all, META_LIST);
+            assert_served_from_cache(p, &all, META_LIST);
             let (a, b) = (
                 fetch(&format!("{up}{all}"), META_LIST).await,
                 fetch(&format!("{}{all}", p.url), META_LIST).await,
@@ -131,7 +131,7 @@ async fn tables_of_every_printed_type(hops: usize) {
             let rv = cached["metadata"]["resourceVersion"].as_str().unwrap();
             let page = same_table(
                 &up,
-                &p,
+                p,
                 &format!("{path}?resourceVersion={rv}&resourceVersionMatch=Exact&limit=1"),
                 TABLE,
             )
