@@ -589,3 +589,42 @@ async fn the_front_kubecache_is_live_and_ready_through_the_one_behind() {
     })
     .await;
 }
+
+/// The drain ends a gzipped watch as it ends a plain one, at an event
+/// boundary; the gzip trailer follows, so the downstream reads a whole
+/// stream and watches again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_ends_a_gzipped_watch_whole() {
+    within(60, async {
+        let sim = SimBuilder::new().start().await;
+        let up = sim.url.as_str();
+        let (mut p, ns, rv) = one_hop(up, "chain-drain").await;
+        let url = format!(
+            "{}/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion={rv}",
+            p.url
+        );
+        let reading =
+            tokio::spawn(
+                async move { read_watch(&url, &DOWNSTREAM, Duration::from_secs(20)).await },
+            );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        changes(up, &ns).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        p.begin_stop();
+        let read = reading.await.unwrap();
+        assert_eq!(read.headers["content-encoding"], "gzip");
+        assert!(read.trailer, "the stream ended without its trailer");
+        let kinds: Vec<String> = read
+            .lines
+            .iter()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(kinds, ["ADDED", "ADDED", "ADDED", "MODIFIED", "DELETED"]);
+    })
+    .await;
+}
