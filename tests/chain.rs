@@ -628,3 +628,45 @@ async fn the_drain_ends_a_gzipped_watch_whole() {
     })
     .await;
 }
+
+/// Three hops, the middle one forwarding (configmaps too large for it):
+/// the front's reflector asks through it, the hop behind it gzips, and
+/// the middle one passes the gzipped stream on as it came, which the
+/// front decodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gzipped_watch_passes_through_a_hop_that_forwards_it() {
+    within(60, async {
+        let sim = SimBuilder::new().start().await;
+        let up = sim.url.as_str();
+        let a = start_proxy(up).await;
+        wait_synced(&a, "/api/v1/configmaps", "v1/configmaps").await;
+        let too_small = kubecache::cache::CacheLimits {
+            max_type_bytes: Some(1),
+            ..Default::default()
+        };
+        let b = ProxyBuilder::new(&a.url)
+            .cache_limits(too_small, Duration::from_secs(3600))
+            .start()
+            .await;
+        let c = start_proxy(&b.url).await;
+        wait_synced(&c, "/api/v1/configmaps", "v1/configmaps").await;
+        let ns = format!("chain-through-{}", unique_suffix());
+        ensure_namespace(up, &ns).await;
+        changes(up, &ns).await;
+        let path = format!("/api/v1/namespaces/{ns}/configmaps");
+        converged_items(up, &c, &path, Duration::from_secs(10)).await;
+        let ready = get(&format!("{}/readyz?verbose", b.url)).await.text();
+        assert!(
+            ready.contains("informer-sync/v1/configmaps excluded: too large"),
+            "{ready}"
+        );
+        let cached = type_cache(&c, "v1/configmaps").unwrap();
+        let stats = cached.stats();
+        let (watches, gzipped) = (
+            stats.watches.load(Ordering::Relaxed),
+            stats.gzipped_watches.load(Ordering::Relaxed),
+        );
+        assert!(watches >= 1 && gzipped == watches, "{gzipped} of {watches}");
+    })
+    .await;
+}

@@ -334,6 +334,14 @@ async fn answers_through_two_kubecaches_equal_the_simulators() {
     within(120, battery(&sim.url, 2)).await;
 }
 
+/// A tree's depth of three: each hop's reflector watches the next one's
+/// cache, gzipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_through_three_kubecaches_equal_the_simulators() {
+    let sim = SimBuilder::new().start().await;
+    within(120, battery(&sim.url, 3)).await;
+}
+
 /// The real apiserver's batteries one at a time: each compares
 /// cluster-wide lists, which another's writes would change between the
 /// two reads.

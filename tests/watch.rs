@@ -135,6 +135,12 @@ async fn watches_through_two_kubecaches_equal_the_simulators() {
     within(60, same_events_as_upstream(&sim.url, 2)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_through_three_kubecaches_equal_the_simulators() {
+    let sim = SimBuilder::new().start().await;
+    within(60, same_events_as_upstream(&sim.url, 3)).await;
+}
+
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_equal_the_real_apiservers() {
