@@ -119,6 +119,10 @@ pub struct FileConfig {
     /// How often each type's cache is compared with the upstream (a Go
     /// duration; default 5m; 0s: never).
     pub consistency_check_interval: Option<String>,
+    /// Whether the reflectors ask for gzipped lists, and an upstream
+    /// kubecache for gzipped watches (default true; an apiserver ignores
+    /// the watch's ask).
+    pub upstream_gzip: Option<bool>,
     /// The objects' bytes all types together may cache (default: a
     /// quarter of the memory limit, else no limit); a type that would pass
     /// it is forwarded instead.
@@ -325,6 +329,7 @@ impl FileConfig {
             reflector.consistency_check.unwrap_or_default(),
         )?;
         reflector.consistency_check = (!check.is_zero()).then_some(check);
+        reflector.gzip = self.upstream_gzip.unwrap_or(true);
         let idle = duration(
             "cache-idle-timeout",
             &self.cache_idle_timeout,
@@ -575,6 +580,24 @@ mod tests {
         assert_eq!(every(Some("0s")), None);
         let e = with(Some("often")).unwrap_err().to_string();
         assert!(e.contains("--consistency-check-interval \"often\""), "{e}");
+    }
+
+    #[test]
+    fn reflectors_ask_for_gzip_unless_told_not_to() {
+        let gzip = |yaml: &str| {
+            let file: FileConfig = serde_saphyr::from_str(yaml).unwrap();
+            FileConfig {
+                upstream: Some("http://127.0.0.1:8080".into()),
+                ..file
+            }
+            .into_serve()
+            .unwrap()
+            .reflector
+            .gzip
+        };
+        assert!(gzip("{}"));
+        assert!(gzip("upstreamGzip: true"));
+        assert!(!gzip("upstreamGzip: false"));
     }
 
     #[test]

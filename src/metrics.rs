@@ -108,6 +108,11 @@ pub fn describe() {
         "Bytes gzipped for responses: in (plain) and out (compressed)."
     );
     describe_counter!(
+        "kubecache_upstream_body_bytes_total",
+        Unit::Bytes,
+        "Bytes of the reflectors' list and watch bodies as they came from the upstream, by request (list, watch) and content encoding (gzip or identity)."
+    );
+    describe_counter!(
         "apiserver_watch_cache_initializations_total",
         "Counter of watch cache initializations (lists and relists), by resource."
     );
@@ -391,6 +396,23 @@ pub fn upstream_request(method: &str, code: Option<u16>) {
 pub fn gzip_bytes(plain: usize, compressed: usize) {
     counter!("kubecache_gzip_bytes_total", "direction" => "in").increment(plain as u64);
     counter!("kubecache_gzip_bytes_total", "direction" => "out").increment(compressed as u64);
+}
+
+/// Bytes of a reflector's watch stream as they came: `gzipped` from an
+/// upstream kubecache, else as the apiserver frames them.
+pub fn upstream_watch_bytes(gzipped: bool, n: usize) {
+    upstream_body_bytes("watch", gzipped, n);
+}
+
+/// Bytes of a reflector's list page as they came, `gzipped` or not.
+pub fn upstream_list_bytes(gzipped: bool, n: usize) {
+    upstream_body_bytes("list", gzipped, n);
+}
+
+fn upstream_body_bytes(request: &'static str, gzipped: bool, n: usize) {
+    let encoding = if gzipped { "gzip" } else { "identity" };
+    counter!("kubecache_upstream_body_bytes_total", "request" => request, "encoding" => encoding)
+        .increment(n as u64);
 }
 
 /// An event the cache received; `kind` is the watch event's type

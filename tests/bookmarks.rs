@@ -180,16 +180,27 @@ async fn bookmark(url: String, what: String) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bookmarks_equal_the_real_apiservers() {
+    within(120, bookmarks_through(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bookmarks_through_two_kubecaches_equal_the_real_apiservers() {
+    within(120, bookmarks_through(2)).await;
+}
+
+/// Through `hops` kubecaches, each in front of the one before it.
+async fn bookmarks_through(hops: usize) {
     let up = real_apiserver();
-    within(120, async {
+    {
         establish(&up, crd("markers", "Marker", "Namespaced")).await;
-        let p = start_proxy(&up).await;
+        let chain = start_chain(&up, hops).await;
+        let p = chain.front();
         let sfx = unique_suffix();
         let ns = format!("bookmarks-{sfx}");
         ensure_namespace(&up, &ns).await;
         let kinds = kinds(&ns, &sfx);
         for (path, resource, _) in &kinds {
-            wait_synced(&p, path, resource).await;
+            wait_chain_synced(&chain, path, resource).await;
         }
         let mut pending = Vec::new();
         for (path, resource, obj) in kinds {
@@ -232,6 +243,5 @@ async fn bookmarks_equal_the_real_apiservers() {
                 "{resource}"
             );
         }
-    })
-    .await;
+    }
 }

@@ -83,10 +83,12 @@ enum InitialList {
     Streaming,
 }
 
-async fn reflector_converges(up: &str, how: InitialList) {
-    let p = start_proxy(up).await;
+/// Through `hops` kubecaches, each in front of the one before it.
+async fn reflector_converges(up: &str, how: InitialList, hops: usize) {
+    let chain = start_chain(up, hops).await;
+    let p = chain.front();
     let ns = namespace_with_a_pod(up, "kube-rs").await;
-    wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+    wait_chain_synced(&chain, "/api/v1/pods", "v1/pods").await;
     let client = Client::try_from(Config::new(p.url.parse().unwrap())).unwrap();
     let api: Api<Pod> = Api::namespaced(client, &ns);
     let config = match how {
@@ -139,7 +141,7 @@ async fn reflector_converges(up: &str, how: InitialList) {
     assert_eq!(*errors.lock().unwrap(), Vec::<String>::new(), "{how:?}");
 }
 
-async fn reflectors_converge(up: &str) {
+async fn reflectors_converge(up: &str, hops: usize) {
     for how in [
         InitialList::MostRecent,
         InitialList::Any,
@@ -147,20 +149,32 @@ async fn reflectors_converge(up: &str) {
     ] {
         // Which of the three, should it time out.
         eprintln!("initial list: {how:?}");
-        within(60, reflector_converges(up, how)).await;
+        within(60, reflector_converges(up, how, hops)).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_reflectors_converge_to_the_simulators_state() {
     let sim = SimBuilder::new().start().await;
-    reflectors_converge(&sim.url).await;
+    reflectors_converge(&sim.url, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_reflectors_through_two_kubecaches_converge_to_the_simulators_state() {
+    let sim = SimBuilder::new().start().await;
+    reflectors_converge(&sim.url, 2).await;
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_rs_reflectors_converge_to_the_real_apiservers_state() {
-    reflectors_converge(&real_apiserver()).await;
+    reflectors_converge(&real_apiserver(), 1).await;
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_reflectors_through_two_kubecaches_converge_to_the_real_apiservers_state() {
+    reflectors_converge(&real_apiserver(), 2).await;
 }
 
 /// A `kubectl get -w` running in the background; what it printed so far.

@@ -86,8 +86,8 @@ async fn same_walk(
 /// each page, the same remainingItemCount, until the last page. (The
 /// list's resourceVersion is the cache's, not etcd's newest: that is what
 /// serving stale means.)
-async fn stale_pages_like_the_upstreams(up: &str, nsp: &str, items: usize) {
-    let stale = ProxyBuilder::new(up)
+async fn stale_pages_like_the_upstreams(up: &str, behind: &str, nsp: &str, items: usize) {
+    let stale = ProxyBuilder::new(behind)
         .consistent(ConsistentReads::ServeStale)
         .start()
         .await;
@@ -142,17 +142,19 @@ fn url_keep(path: &str, keys: &[&str]) -> String {
         .join("&")
 }
 
-async fn battery(up: &str) {
-    let p = start_proxy(up).await;
+/// Through `hops` kubecaches, each in front of the one before it.
+async fn battery(up: &str, hops: usize) {
+    let chain = start_chain(up, hops).await;
+    let p = chain.front();
     let kc = p.url.as_str();
-    let ns = format!("eq-{}", std::process::id() % 100000);
+    let ns = format!("eq-{}-{hops}", std::process::id() % 100000);
     ensure_namespace(up, &ns).await;
     let mut last = 0;
     for i in 0..7 {
         last = create(up, &ns, &format!("cm{i}"), i).await;
     }
-    wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
-    wait_synced(&p, "/api/v1/namespaces", "v1/namespaces").await;
+    wait_chain_synced(&chain, "/api/v1/configmaps", "v1/configmaps").await;
+    wait_chain_synced(&chain, "/api/v1/namespaces", "v1/namespaces").await;
     // The cache has seen the last write once a NotOlderThan read succeeds.
     let r = get(&format!("{kc}/api/v1/configmaps?resourceVersion={last}")).await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -182,7 +184,7 @@ async fn battery(up: &str) {
     )
     .await;
     same_set(up, kc, &format!("{nsp}?resourceVersion=0&labelSelector=!i")).await;
-    stale_pages_like_the_upstreams(up, &nsp, 7).await;
+    stale_pages_like_the_upstreams(up, chain.behind_front(up), &nsp, 7).await;
     same_set(
         up,
         kc,
@@ -323,14 +325,43 @@ async fn battery(up: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_equal_the_simulators() {
     let sim = SimBuilder::new().start().await;
-    within(120, battery(&sim.url)).await;
+    within(120, battery(&sim.url, 1)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_through_two_kubecaches_equal_the_simulators() {
+    let sim = SimBuilder::new().start().await;
+    within(120, battery(&sim.url, 2)).await;
+}
+
+/// A tree's depth of three: each hop's reflector watches the next one's
+/// cache, gzipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_through_three_kubecaches_equal_the_simulators() {
+    let sim = SimBuilder::new().start().await;
+    within(120, battery(&sim.url, 3)).await;
+}
+
+/// The real apiserver's batteries one at a time: each compares
+/// cluster-wide lists, which another's writes would change between the
+/// two reads.
+#[cfg(feature = "real-apiserver")]
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_equal_the_real_apiservers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let up = real_apiserver();
-    within(120, battery(&up)).await;
+    within(120, battery(&up, 1)).await;
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_through_two_kubecaches_equal_the_real_apiservers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let up = real_apiserver();
+    within(120, battery(&up, 2)).await;
 }
 
 /// A CRD on the real apiserver: custom resources are unstructured (sorted
@@ -339,16 +370,28 @@ async fn answers_equal_the_real_apiservers() {
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_equal_the_real_apiservers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let up = real_apiserver();
-    within(120, crd_battery(&up)).await;
+    within(120, crd_battery(&up, 1)).await;
+}
+
+/// The same through two kubecaches: the front one learns the new group
+/// from the one behind it, which forwards discovery.
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_through_two_kubecaches_equal_the_real_apiservers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let up = real_apiserver();
+    within(120, crd_battery(&up, 2)).await;
 }
 
 #[cfg(feature = "real-apiserver")]
-async fn crd_battery(up: &str) {
+async fn crd_battery(up: &str, hops: usize) {
     // Started before the CRDs exist: it must discover them later.
-    let p = start_proxy(up).await;
+    let chain = start_chain(up, hops).await;
+    let p = chain.front();
     let kc = p.url.as_str();
-    let run = std::process::id() % 100000;
+    let run = std::process::id() % 100000 * 10 + hops as u32;
     let ns = format!("crd-{run}");
     ensure_namespace(up, &ns).await;
     establish(up, crd("widgets", "Widget", "Namespaced")).await;
@@ -497,7 +540,7 @@ async fn crd_battery(up: &str) {
         ("/apis/events.k8s.io/v1/events", "events.k8s.io/v1/events"),
         ("/api/v1/nodes", "v1/nodes"),
     ] {
-        wait_synced(&p, path, resource).await;
+        wait_chain_synced(&chain, path, resource).await;
     }
     for path in [
         "/apis/apps/v1/replicasets?resourceVersion=0&fieldSelector=status.replicas%3D1",

@@ -310,10 +310,26 @@ fn proto_items(body: &[u8]) -> Vec<Vec<u8>> {
     items
 }
 
+/// The reads' tests one at a time: each makes cluster-scoped fixtures,
+/// which the other's RV=0 lists would see come and go between two reads.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    within(240, protobuf_reads(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protobuf_reads_through_two_kubecaches_equal_the_apiservers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    within(240, protobuf_reads(2)).await;
+}
+
+/// Through `hops` kubecaches, each in front of the one before it.
+async fn protobuf_reads(hops: usize) {
     let up = real_apiserver();
-    within(240, async {
+    {
         let start: u64 = get(&format!("{up}/api/v1/namespaces")).await.json()["metadata"]
             ["resourceVersion"]
             .as_str()
@@ -322,9 +338,10 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
             .unwrap();
         let fixtures = Fixtures::make(&up, "protobuf-reads").await;
         let ns = &fixtures.ns;
-        let p = start_proxy(&up).await;
+        let chain = start_chain(&up, hops).await;
+        let p = chain.front();
         for path in &fixtures.paths {
-            synced(&up, &p, path).await;
+            synced_chain(&up, &chain, path).await;
             let cached = get(&format!("{}{path}?resourceVersion=0", p.url))
                 .await
                 .json();
@@ -339,18 +356,18 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
                 if old {
                     break;
                 }
-                same(&up, &p, &exact, accept).await;
+                same(&up, p, &exact, accept).await;
             }
             if !old {
                 for accept in [PROTOBUF, CLIENT_GO] {
-                    same(&up, &p, &format!("{exact}&limit=1"), accept).await;
+                    same(&up, p, &format!("{exact}&limit=1"), accept).await;
                 }
-                same_metadata_page(&up, &p, &format!("{exact}&limit=1")).await;
+                same_metadata_page(&up, p, &format!("{exact}&limit=1")).await;
             }
             // RV=0: the same items, in each cache's order.
             let all = format!("{path}?resourceVersion=0");
             assert_served_with(
-                &p,
+                p,
                 kubecache::serve::ConsistentReads::Forward,
                 &all,
                 PROTOBUF,
@@ -363,13 +380,13 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
             for item in cached["items"].as_array().unwrap().iter().take(12) {
                 let name = item["metadata"]["name"].as_str().unwrap();
                 let one = format!("{path}/{name}?resourceVersion=0");
-                same(&up, &p, &one, PROTOBUF).await;
-                same(&up, &p, &one, PROTOBUF_META).await;
+                same(&up, p, &one, PROTOBUF).await;
+                same(&up, p, &one, PROTOBUF_META).await;
             }
         }
         // Errors made here are written in protobuf too.
         let missing = format!("/api/v1/namespaces/{ns}/configmaps/nope?resourceVersion=0");
-        same(&up, &p, &missing, PROTOBUF).await;
+        same(&up, p, &missing, PROTOBUF).await;
         let invalid = format!("/api/v1/namespaces/{ns}/configmaps?resourceVersionMatch=Exact");
         let mut headers = http::HeaderMap::new();
         headers.insert("accept", http::HeaderValue::from_static(PROTOBUF));
@@ -384,11 +401,10 @@ async fn protobuf_reads_through_kubecache_equal_the_apiservers() {
             &request,
         );
         assert!(matches!(d, Err(kubecache::serve::route::Route::Refused(_))));
-        let body = same_answer(&up, &p, &invalid, PROTOBUF).await;
+        let body = same_answer(&up, p, &invalid, PROTOBUF).await;
         assert_eq!(unwrap_envelope(&body).type_meta.unwrap().kind, "Status");
         release(&up, ns).await;
-    })
-    .await;
+    }
 }
 
 /// A protobuf watch, read frame by frame.

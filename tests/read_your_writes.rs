@@ -1,6 +1,6 @@
 //! An RV-unset (consistent) read through kubecache always shows a write made
 //! just before it, while other writers keep the type busy: 0 stale answers
-//! in 1,000 trials.
+//! in 1,000 trials; and through two kubecaches, each forwarding it.
 
 mod common;
 
@@ -10,11 +10,13 @@ use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-async fn trials(up: &str, n: usize) {
-    let p = start_proxy(up).await;
-    let ns = format!("ryw-{}", std::process::id() % 100000);
+/// Through `hops` kubecaches, each in front of the one before it.
+async fn trials(up: &str, n: usize, hops: usize) {
+    let chain = start_chain(up, hops).await;
+    let p = chain.front();
+    let ns = format!("ryw-{}-{hops}", std::process::id() % 100000);
     ensure_namespace(up, &ns).await;
-    wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+    wait_chain_synced(&chain, "/api/v1/configmaps", "v1/configmaps").await;
     // Background churn on the same type, straight to the upstream.
     let stop = Arc::new(AtomicBool::new(false));
     let churn = {
@@ -59,12 +61,25 @@ async fn trials(up: &str, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_see_every_prior_write_on_the_simulator() {
     let sim = SimBuilder::new().start().await;
-    within(240, trials(&sim.url, 1000)).await;
+    within(240, trials(&sim.url, 1000, 1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_reads_through_two_kubecaches_see_every_prior_write_on_the_simulator() {
+    let sim = SimBuilder::new().start().await;
+    within(240, trials(&sim.url, 300, 2)).await;
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consistent_reads_see_every_prior_write_on_the_real_apiserver() {
     let up = real_apiserver();
-    within(400, trials(&up, 1000)).await;
+    within(400, trials(&up, 1000, 1)).await;
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consistent_reads_through_two_kubecaches_see_every_prior_write_on_the_real_apiserver() {
+    let up = real_apiserver();
+    within(400, trials(&up, 300, 2)).await;
 }

@@ -78,11 +78,13 @@ fn rv_of(list: &Value) -> String {
         .to_string()
 }
 
-async fn same_events_as_upstream(up: &str) {
-    let p = start_proxy(up).await;
+/// Through `hops` kubecaches, each in front of the one before it.
+async fn same_events_as_upstream(up: &str, hops: usize) {
+    let chain = start_chain(up, hops).await;
+    let p = chain.front();
     let ns = format!("watch-{}", unique_suffix());
     ensure_namespace(up, &ns).await;
-    wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+    wait_chain_synced(&chain, "/api/v1/configmaps", "v1/configmaps").await;
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
     let list = get(&format!("{up}{path}")).await.json();
     let rv = rv_of(&list);
@@ -124,14 +126,33 @@ async fn same_events_as_upstream(up: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_equal_the_simulators() {
     let sim = SimBuilder::new().start().await;
-    within(60, same_events_as_upstream(&sim.url)).await;
+    within(60, same_events_as_upstream(&sim.url, 1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_through_two_kubecaches_equal_the_simulators() {
+    let sim = SimBuilder::new().start().await;
+    within(60, same_events_as_upstream(&sim.url, 2)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_through_three_kubecaches_equal_the_simulators() {
+    let sim = SimBuilder::new().start().await;
+    within(60, same_events_as_upstream(&sim.url, 3)).await;
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watches_equal_the_real_apiservers() {
     let up = real_apiserver();
-    within(60, same_events_as_upstream(&up)).await;
+    within(60, same_events_as_upstream(&up, 1)).await;
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_through_two_kubecaches_equal_the_real_apiservers() {
+    let up = real_apiserver();
+    within(60, same_events_as_upstream(&up, 2)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

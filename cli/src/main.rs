@@ -326,6 +326,11 @@ struct ServeArgs {
     /// 0s turns it off).
     #[arg(long)]
     consistency_check_interval: Option<String>,
+    /// Whether the reflectors ask for gzipped lists (as client-go does) and
+    /// an upstream kubecache (a chain) for gzipped watch streams (default
+    /// true; an apiserver ignores the watch's ask).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    upstream_gzip: Option<bool>,
     /// The objects' bytes all types together may cache; a type that would
     /// pass it is forwarded instead (default: a quarter of the container's
     /// memory limit, else none).
@@ -450,6 +455,7 @@ impl ServeArgs {
         file.consistency_check_interval = self
             .consistency_check_interval
             .or(file.consistency_check_interval);
+        file.upstream_gzip = self.upstream_gzip.or(file.upstream_gzip);
         file.max_cache_bytes = self.max_cache_bytes.or(file.max_cache_bytes);
         file.max_type_cache_bytes = self.max_type_cache_bytes.or(file.max_type_cache_bytes);
         file.max_kept_body_bytes = self.max_kept_body_bytes.or(file.max_kept_body_bytes);

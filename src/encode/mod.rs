@@ -10,7 +10,8 @@
 //! them), the bodies of each representation (`json`, `meta`, `table`,
 //! `bookmark`), `pretty` (the indented layout), `repr`, which picks
 //! among them, and `negotiate`, which picks the representation from a
-//! request's Accept header.
+//! request's Accept header; `watch_gzip` compresses watch streams between
+//! kubecaches and decodes them.
 
 pub mod bookmark;
 pub mod codec;
@@ -26,5 +27,6 @@ pub mod recycle;
 pub mod repr;
 pub mod style;
 pub mod table;
+pub mod watch_gzip;
 
 pub use repr::{ListError, Repr, Unencodable};

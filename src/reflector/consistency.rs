@@ -88,13 +88,14 @@ pub async fn run<W: Checked>(
     every: Duration,
     watching: tokio::sync::watch::Receiver<bool>,
     relist: Arc<Notify>,
+    gzip: bool,
 ) {
     let resource = writer.resource().to_string();
     loop {
         let jitter = rand::rng().random_range(0.8..1.2);
         tokio::time::sleep(every.mul_f64(jitter)).await;
         let checked = if *watching.borrow() {
-            check(&up, &*writer).await
+            check(&up, &*writer, gzip).await
         } else {
             Ok(Outcome::Skipped("not watching"))
         };
@@ -165,7 +166,11 @@ const METADATA_ONLY: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 /// One check of the cache as it is now.
-pub async fn check(up: &Upstream, writer: &impl Checked) -> Result<Outcome, CheckError> {
+pub async fn check(
+    up: &Upstream,
+    writer: &impl Checked,
+    gzip: bool,
+) -> Result<Outcome, CheckError> {
     let snap = writer.snapshot();
     if snap.rv == 0 {
         return Ok(Outcome::Skipped("not synced"));
@@ -182,7 +187,7 @@ pub async fn check(up: &Upstream, writer: &impl Checked) -> Result<Outcome, Chec
             }
             None => format!("{base}?limit=500&resourceVersion={rv}&resourceVersionMatch=Exact"),
         };
-        let body = match up.get_bytes_accepting(&query, METADATA_ONLY).await {
+        let body = match up.get_bytes_accepting(&query, METADATA_ONLY, gzip).await {
             Err(UpstreamError::Status { status, .. }) if status == 410 => {
                 return Ok(Outcome::Skipped("compacted"))
             }

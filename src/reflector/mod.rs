@@ -11,6 +11,7 @@ pub use writer::{Overflow, Writer};
 pub mod consistency;
 
 use crate::encode::codec::{DecodeError, Entry, ListStyle, TypeCodec};
+use crate::encode::watch_gzip::Gunzip;
 use crate::metrics;
 use crate::store::EventType;
 use crate::upstream::health::UpstreamHealth;
@@ -125,6 +126,12 @@ pub struct ReflectorConfig {
     pub consistency_check: Option<Duration>,
     /// How long a type let go for its size waits before listing again.
     pub too_large_retry: Duration,
+    /// Whether lists (the consistency check's too) ask for gzip (as
+    /// client-go's do: the apiserver and kubecache compress those over
+    /// 128 KiB), and watches ask an upstream
+    /// kubecache for gzipped streams (`request::WATCH_ENCODING`; an
+    /// apiserver ignores that ask).
+    pub gzip: bool,
 }
 
 impl Default for ReflectorConfig {
@@ -137,6 +144,7 @@ impl Default for ReflectorConfig {
             // The apiserver checks its watch cache every 5 minutes too.
             consistency_check: Some(Duration::from_secs(300)),
             too_large_retry: Duration::from_secs(600),
+            gzip: true,
         }
     }
 }
@@ -188,6 +196,10 @@ pub struct ReflectorStats {
     pub watches: AtomicU64,
     /// Errors of any phase.
     pub errors: AtomicU64,
+    /// Watches the upstream answered gzipped.
+    pub gzipped_watches: AtomicU64,
+    /// The watches' body bytes as they came (gzipped or not).
+    pub watch_bytes: AtomicU64,
 }
 
 /// client-go's reflector backoff: 800 ms doubling to 30 s, full jitter.
@@ -269,6 +281,7 @@ pub async fn run<W: Writer>(
             every,
             watching.subscribe(),
             relist.clone(),
+            cfg.gzip,
         )))
     });
     loop {
@@ -506,7 +519,7 @@ async fn list(
             }
         };
         let page = up
-            .get_bytes_unless_silent(&query, cfg.list_page_timeout, received)
+            .get_bytes_unless_silent(&query, cfg.list_page_timeout, cfg.gzip, received)
             .await
             .ok_or(ReflectorError::ListStalled(cfg.list_page_timeout))?;
         if let Some(o) = overflow {
@@ -572,7 +585,7 @@ async fn watch(
     let allowed = Duration::from_secs(timeout_seconds) + cfg.watch_grace;
     let deadline = tokio::time::Instant::now() + allowed;
     let stalled = |rv| ReflectorError::WatchStalled { after: allowed, rv };
-    let resp = tokio::time::timeout_at(deadline, up.get(&path))
+    let resp = tokio::time::timeout_at(deadline, up.watch(&path, cfg.gzip))
         .await
         .map_err(|_| stalled(rv))?
         .map_err(ReflectorError::Watch)?;
@@ -594,6 +607,24 @@ async fn watch(
             &body,
         )));
     }
+    // An upstream kubecache gzips the stream it was asked to; an
+    // apiserver never does.
+    let mut gunzip = match resp.headers().get(http::header::CONTENT_ENCODING) {
+        None => None,
+        Some(v) if v == "gzip" => {
+            writer
+                .stats()
+                .gzipped_watches
+                .fetch_add(1, Ordering::Relaxed);
+            Some(Gunzip::default())
+        }
+        Some(v) if v == "identity" => None,
+        Some(v) => {
+            return Err(ReflectorError::WatchDecode(format!(
+                "content encoding {v:?}"
+            )))
+        }
+    };
     let codec = writer.codec();
     let resource = writer.resource().to_string();
     let mut body = resp.into_body();
@@ -614,7 +645,18 @@ async fn watch(
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        buf.extend_from_slice(&data);
+        metrics::upstream_watch_bytes(gunzip.is_some(), data.len());
+        let received = data.len() as u64;
+        writer
+            .stats()
+            .watch_bytes
+            .fetch_add(received, Ordering::Relaxed);
+        match &mut gunzip {
+            Some(g) => g
+                .push(&data, &mut buf, MAX_EVENT_BYTES + data.len())
+                .map_err(|e| ReflectorError::WatchDecode(e.to_string()))?,
+            None => buf.extend_from_slice(&data),
+        }
         while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
             let line = buf.split_to(nl + 1);
             let line = &line[..nl];
@@ -629,7 +671,7 @@ async fn watch(
                 backoff.reset();
             }
         }
-        if buf.len() > 64 * 1024 * 1024 {
+        if buf.len() > MAX_EVENT_BYTES {
             return Err(ReflectorError::WatchDecode(
                 "event larger than 64 MiB".into(),
             ));
@@ -640,6 +682,9 @@ async fn watch(
     }
     Ok(Phase::Watching { rv: last })
 }
+
+/// The largest event line a watch stream may hold.
+const MAX_EVENT_BYTES: usize = 64 * 1024 * 1024;
 
 fn apply_event(
     writer: &impl Writer,

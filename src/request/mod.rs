@@ -16,7 +16,7 @@ pub mod path;
 pub mod verb;
 
 pub use continue_token::ContinueToken;
-pub use encoding::accepts_gzip;
+pub use encoding::{accepts_gzip, takes_gzip_watch, WATCH_ENCODING};
 pub use identity::{Client, Identity, UserInfo, Via};
 pub use impersonation::Impersonation;
 pub use options::{ListOptions, ReadMode};

@@ -39,6 +39,9 @@ pub struct Request {
     pub pretty: bool,
     /// Whether the client takes gzip.
     pub gzip: bool,
+    /// Whether it is a kubecache that takes a watch gzipped
+    /// (`encoding::WATCH_ENCODING`).
+    pub gzip_watch: bool,
     /// The host the request was sent to: the request target's authority
     /// (HTTP/2's `:authority`, HTTP/1's absolute form), else `Host`.
     pub host: Option<String>,
@@ -70,6 +73,7 @@ impl Request {
                 .map_or_else(|| path.clone(), |p| p.as_str().to_string()),
             pretty: pretty_print(uri.query(), user_agent),
             gzip: super::accepts_gzip(headers),
+            gzip_watch: super::takes_gzip_watch(headers),
             accept: Accept::from_header(headers.get(header::ACCEPT)),
             path,
             resource,

@@ -131,7 +131,15 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
             .unwrap_or_default();
         let body = drain::ending_at_drain(body, content_type, &state.drain);
         let open = metrics::LongRunning::watch(request.resource_name());
-        Response::from_parts(parts, crate::body::holding(body, open))
+        let resp = Response::from_parts(parts, crate::body::holding(body, open));
+        // Only a downstream kubecache asks, and only the cache's own
+        // streams are compressed: a forwarded one is the upstream's, as it
+        // came (gzipped already if the upstream is a kubecache).
+        if request.gzip_watch && served_by == ServedBy::Cache {
+            respond::gzipped_watch(resp)
+        } else {
+            resp
+        }
     } else {
         resp
     };

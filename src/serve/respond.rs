@@ -46,6 +46,25 @@ fn encoded(mut r: Response<Body>, gzipped: bool) -> Response<Body> {
     r
 }
 
+/// A watch from the cache for a downstream kubecache that takes it
+/// gzipped (`request::WATCH_ENCODING`): one gzip stream, flushed after
+/// each batch of events, ended (with its trailer) where the plain stream
+/// ends.
+pub fn gzipped_watch(r: Response<Body>) -> Response<Body> {
+    let (mut parts, body) = r.into_parts();
+    parts
+        .headers
+        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    parts
+        .headers
+        .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    parts.headers.append(
+        header::VARY,
+        HeaderValue::from_static(crate::request::WATCH_ENCODING),
+    );
+    Response::from_parts(parts, crate::encode::watch_gzip::gzip_watch(body))
+}
+
 /// A body from the cache, its bytes counted in `in_flight` until the
 /// client has them: written out in slices of one allocation, which the
 /// body holds until its last slice is taken, so that the count ends when

@@ -14,8 +14,10 @@ pub mod health;
 pub mod kubeconfig;
 
 use crate::body::{self, Body};
+use crate::encode::watch_gzip::Gunzip;
+use crate::metrics;
 use auth::{Auth, Credentials};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use credentials::{BearerToken, TokenSource};
 use http::{header, Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
@@ -66,6 +68,8 @@ pub enum UpstreamError {
     Body(#[from] hyper::Error),
     #[error("the runtime of upstream requests has stopped")]
     Stopped,
+    #[error("reading the upstream's gzipped answer: {0}")]
+    Gunzip(#[from] crate::encode::watch_gzip::GunzipError),
     /// The caller gave up an answer while it arrived (too large to keep).
     #[error("abandoned {0} while it arrived")]
     Abandoned(String),
@@ -398,14 +402,39 @@ impl Upstream {
         path_and_query: &str,
         accept: &'static str,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        let req = Request::get(self.uri(path_and_query))
-            .header(header::ACCEPT, accept)
-            .header(
-                header::USER_AGENT,
-                concat!("kubecache/", env!("CARGO_PKG_VERSION")),
-            )
-            .body(body::empty())
-            .expect("a GET with fixed headers is a valid request");
+        self.send(self.get_request(path_and_query, accept, false))
+            .await
+    }
+
+    /// A GET of kubecache's own, asking for gzip if `gzip`.
+    fn get_request(&self, path_and_query: &str, accept: &str, gzip: bool) -> Request<Body> {
+        let mut req = Request::get(self.uri(path_and_query)).header(header::ACCEPT, accept);
+        if gzip {
+            req = req.header(header::ACCEPT_ENCODING, "gzip");
+        }
+        req.header(
+            header::USER_AGENT,
+            concat!("kubecache/", env!("CARGO_PKG_VERSION")),
+        )
+        .body(body::empty())
+        .expect("a GET with fixed headers is a valid request")
+    }
+
+    /// A watch (JSON) as a reflector asks for it; with `gzip`, saying that
+    /// it is a kubecache that takes the stream gzipped, which a kubecache
+    /// upstream then sends (and an apiserver ignores).
+    pub async fn watch(
+        &self,
+        path_and_query: &str,
+        gzip: bool,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        let mut req = self.get_request(path_and_query, "application/json", gzip);
+        if gzip {
+            req.headers_mut().insert(
+                crate::request::WATCH_ENCODING,
+                http::HeaderValue::from_static("gzip"),
+            );
+        }
         self.send(req).await
     }
 
@@ -431,14 +460,28 @@ impl Upstream {
         Self::whole(resp, path_and_query).await
     }
 
-    /// `get_bytes` asking for the representations in `accept`.
+    /// `get_bytes` asking for the representations in `accept`, and with
+    /// `gzip` for the body gzipped (decoded here).
     pub async fn get_bytes_accepting(
         &self,
         path_and_query: &str,
         accept: &'static str,
+        gzip: bool,
     ) -> Result<Bytes, UpstreamError> {
-        let resp = self.get_accepting(path_and_query, accept).await?;
-        Self::whole(resp, path_and_query).await
+        let resp = self
+            .send(self.get_request(path_and_query, accept, gzip))
+            .await?;
+        let gzipped = resp
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| v == "gzip");
+        let body = Self::whole(resp, path_and_query).await?;
+        if !gzipped {
+            return Ok(body);
+        }
+        let mut plain = BytesMut::new();
+        Gunzip::default().push(&body, &mut plain, (body.len() * 1024).max(1 << 20))?;
+        Ok(plain.freeze())
     }
 
     /// `get_bytes`, given up (`None`) once the upstream has been silent
@@ -449,20 +492,29 @@ impl Upstream {
     /// `received` is told the bytes of the body so far as they arrive (a
     /// big list over a thin link takes minutes: the reflector says how far
     /// it is), and may give the answer up (`Break`: `Abandoned`) — a list
-    /// that cannot be kept is not held whole first.
+    /// that cannot be kept is not held whole first. With `gzip` it asks
+    /// for the body gzipped (as client-go's transport does; the apiserver
+    /// and kubecache compress lists over 128 KiB) and decodes it as it
+    /// arrives: `received` and the answer are of the decoded bytes.
     pub async fn get_bytes_unless_silent(
         &self,
         path_and_query: &str,
         silence: Duration,
+        gzip: bool,
         mut received: impl FnMut(usize) -> std::ops::ControlFlow<()>,
     ) -> Option<Result<Bytes, UpstreamError>> {
-        let resp = match tokio::time::timeout(silence, self.get(path_and_query)).await {
+        let req = self.get_request(path_and_query, "application/json", gzip);
+        let resp = match tokio::time::timeout(silence, self.send(req)).await {
             Err(_) => return None,
             Ok(Err(e)) => return Some(Err(e)),
             Ok(Ok(resp)) => resp,
         };
         let status = resp.status();
         let (parts, mut body) = resp.into_parts();
+        let mut gunzip = match parts.headers.get(header::CONTENT_ENCODING) {
+            Some(v) if v == "gzip" => Some((Gunzip::default(), BytesMut::new())),
+            _ => None,
+        };
         let mut pieces: Vec<Bytes> = Vec::new();
         let mut so_far = 0;
         loop {
@@ -472,6 +524,19 @@ impl Upstream {
                 Ok(Some(Err(e))) => return Some(Err(e.into())),
                 Ok(Some(Ok(frame))) => {
                     if let Ok(data) = frame.into_data() {
+                        metrics::upstream_list_bytes(gunzip.is_some(), data.len());
+                        let data = match &mut gunzip {
+                            None => data,
+                            Some((g, plain)) => {
+                                // A frame may not decode to more than this
+                                // (a small one can decode to a great deal).
+                                let most = plain.len() + (data.len() * 1024).max(1 << 20);
+                                if let Err(e) = g.push(&data, plain, most) {
+                                    return Some(Err(UpstreamError::Gunzip(e)));
+                                }
+                                plain.split().freeze()
+                            }
+                        };
                         so_far += data.len();
                         pieces.push(data);
                         if received(so_far).is_break() {
@@ -649,13 +714,70 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_gzipped_answer_is_asked_for_and_decoded_as_it_arrives() {
+        use std::io::Write;
+        use tokio::io::AsyncWriteExt;
+        let plain: Vec<u8> = (0..20_000)
+            .flat_map(|i| format!("item {i}\n").into_bytes())
+            .collect();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        let gzipped = gz.finish().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let asked = Arc::new(std::sync::Mutex::new(String::new()));
+        let heard = asked.clone();
+        tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut head = vec![];
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                tokio::io::AsyncReadExt::read_exact(&mut conn, &mut byte)
+                    .await
+                    .unwrap();
+                head.push(byte[0]);
+            }
+            *heard.lock().unwrap() = String::from_utf8(head).unwrap();
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n";
+            conn.write_all(head.as_bytes()).await.unwrap();
+            for piece in gzipped.chunks(1000) {
+                let chunk = [format!("{:x}\r\n", piece.len()).as_bytes(), piece, b"\r\n"].concat();
+                conn.write_all(&chunk).await.unwrap();
+                conn.flush().await.unwrap();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            conn.write_all(b"0\r\n\r\n").await.unwrap();
+        });
+        let up = Upstream::new(&UpstreamConfig::new(&url).unwrap()).unwrap();
+        let mut told = vec![];
+        let got = up
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_secs(5), true, |n| {
+                told.push(n);
+                std::ops::ControlFlow::Continue(())
+            })
+            .await
+            .expect("not silent")
+            .unwrap();
+        assert_eq!(got, plain);
+        assert!(asked
+            .lock()
+            .unwrap()
+            .to_ascii_lowercase()
+            .contains("accept-encoding: gzip"));
+        // Told the decoded bytes as they came, not once at the end.
+        assert!(told.len() > 1, "{told:?}");
+        assert_eq!(told.last(), Some(&plain.len()));
+    }
+
+    #[tokio::test]
     async fn an_answer_the_caller_gives_up_is_abandoned_as_it_arrives_not_read_whole() {
         // 8 pieces 100 ms apart; given up at the second, long before the end.
         let up = trickling(8, Duration::from_millis(100), false).await;
         let started = std::time::Instant::now();
         let mut seen = vec![];
         let got = up
-            .get_bytes_unless_silent("/api/v1/pods", Duration::from_secs(5), |n| {
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_secs(5), false, |n| {
                 seen.push(n);
                 if n >= 2 {
                     std::ops::ControlFlow::Break(())
@@ -679,7 +801,7 @@ mod tests {
         // 8 pieces 100 ms apart: 800 ms in all, never 300 ms silent.
         let up = trickling(8, Duration::from_millis(100), false).await;
         let got = up
-            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), |_| {
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), false, |_| {
                 std::ops::ControlFlow::Continue(())
             })
             .await;
@@ -691,7 +813,7 @@ mod tests {
         let up = trickling(2, Duration::from_millis(10), true).await;
         let started = std::time::Instant::now();
         let got = up
-            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), |_| {
+            .get_bytes_unless_silent("/api/v1/pods", Duration::from_millis(300), false, |_| {
                 std::ops::ControlFlow::Continue(())
             })
             .await;

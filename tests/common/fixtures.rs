@@ -623,6 +623,13 @@ pub async fn synced(up: &str, p: &Proxy, path: &str) {
     converged_items(up, p, path, Duration::from_secs(20)).await;
 }
 
+/// `synced` for every hop of a chain, from the one nearest the upstream.
+pub async fn synced_chain(up: &str, c: &Chain, path: &str) {
+    for p in &c.hops {
+        synced(up, p, path).await;
+    }
+}
+
 /// Every fixture, namespaced and cluster-scoped, on the real apiserver;
 /// the cluster-scoped ones go when this is dropped.
 pub struct Fixtures {

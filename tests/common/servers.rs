@@ -174,6 +174,17 @@ impl ProxyBuilder {
         self.reflector.too_large_retry = retry;
         self
     }
+    /// Whether the reflectors ask an upstream kubecache for gzipped watches.
+    pub fn upstream_gzip(mut self, on: bool) -> Self {
+        self.reflector.gzip = on;
+        self
+    }
+    /// No consistency checks (their lists would be counted with what a
+    /// test measures).
+    pub fn no_consistency_check(mut self) -> Self {
+        self.reflector.consistency_check = None;
+        self
+    }
     /// Each cached type is compared with the upstream this often.
     pub fn consistency_check(mut self, every: Duration) -> Self {
         self.reflector.consistency_check = Some(every);
@@ -228,6 +239,45 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
         addr,
         cache,
         stop: Some(tx),
+    }
+}
+
+/// kubecaches one in front of the other: the first in front of the
+/// upstream, each next in front of the one before it; clients talk to the
+/// last (`front`). One hop is a plain kubecache.
+pub struct Chain {
+    pub hops: Vec<Proxy>,
+}
+
+impl Chain {
+    pub fn front(&self) -> &Proxy {
+        self.hops.last().expect("a chain has a hop")
+    }
+    /// What the front kubecache is in front of: the upstream, or the hop
+    /// before it.
+    pub fn behind_front<'a>(&'a self, upstream: &'a str) -> &'a str {
+        match self.hops.len() {
+            0 | 1 => upstream,
+            n => &self.hops[n - 2].url,
+        }
+    }
+}
+
+pub async fn start_chain(upstream: &str, hops: usize) -> Chain {
+    let mut chain = Chain { hops: Vec::new() };
+    for _ in 0..hops {
+        let behind = chain.hops.last().map_or(upstream, |p| p.url.as_str());
+        let p = start_proxy(behind).await;
+        chain.hops.push(p);
+    }
+    chain
+}
+
+/// `wait_synced` for every hop, from the one nearest the upstream: the
+/// front's reads are then served from caches all the way.
+pub async fn wait_chain_synced(c: &Chain, collection_path: &str, resource: &str) {
+    for p in &c.hops {
+        wait_synced(p, collection_path, resource).await;
     }
 }
 
