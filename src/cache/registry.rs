@@ -297,9 +297,22 @@ impl Cache {
     }
 
     /// Whether reads are answered from the last known state because the
-    /// upstream is unreachable (`--serve-stale-when-offline`).
+    /// upstream is unreachable (`--serve-stale-when-offline`), as the last
+    /// probe found.
     pub fn offline(&self) -> bool {
         self.edge.serve_stale_when_offline && self.health.is_unreachable()
+    }
+
+    /// The same for a request: one that comes before the first probe has
+    /// said (just after start, a restored snapshot already served) waits
+    /// for it, at most the probe's timeout, rather than being forwarded to
+    /// an upstream that may be away.
+    pub async fn offline_for_request(&self) -> bool {
+        self.edge.serve_stale_when_offline
+            && self
+                .health
+                .is_unreachable_once_probed(ProbeConfig::default().timeout)
+                .await
     }
 
     /// When the discovery documents served were read from the upstream.

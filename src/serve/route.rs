@@ -101,7 +101,7 @@ impl Stale {
 /// every answer from a state the upstream has not confirmed comes back
 /// with its [`Stale`] warning.
 pub async fn route(state: &ServeState, request: &Request) -> (Route, Option<Stale>) {
-    let offline = state.cache.offline();
+    let offline = state.cache.offline_for_request().await;
     if offline {
         if let Some(answer) = discovery_offline(state, request).await {
             return answer;

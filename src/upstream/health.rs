@@ -123,6 +123,16 @@ impl UpstreamHealth {
         matches!(self.state.borrow().reach, Reach::Unreachable(_))
     }
 
+    /// The same, once the first probe has said (at most `wait` after
+    /// start): a request that comes before it is not decided on a guess.
+    pub async fn is_unreachable_once_probed(&self, wait: std::time::Duration) -> bool {
+        if self.state.borrow().seq == 0 {
+            let mut rx = self.state.subscribe();
+            let _ = tokio::time::timeout(wait, rx.wait_for(|o| o.seq > 0)).await;
+        }
+        self.is_unreachable()
+    }
+
     /// A request to the upstream failed: probe now.
     pub fn poke(&self) {
         self.poke.notify_one();
@@ -261,5 +271,31 @@ mod tests {
         assert_eq!(h.current().seq, 2);
         assert!(h.current().reach.credentials_refused());
         assert!(h.current().reach.is_reachable());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_before_the_first_probe_waits_for_its_verdict_at_most_the_wait() {
+        let h = UpstreamHealth::new();
+        let started = tokio::time::Instant::now();
+        assert!(!h.is_unreachable_once_probed(Duration::from_secs(5)).await);
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(5),
+            "no verdict: the whole wait"
+        );
+        let h = UpstreamHealth::new();
+        let h3 = h.clone();
+        let verdict = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            h3.record(Reach::Unreachable("refused".into()));
+        });
+        let started = tokio::time::Instant::now();
+        assert!(h.is_unreachable_once_probed(Duration::from_secs(5)).await);
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_millis(300),
+            "decided by the probe"
+        );
+        verdict.await.unwrap();
     }
 }
