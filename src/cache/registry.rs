@@ -357,7 +357,7 @@ impl Cache {
                 Vec::new()
             }
         };
-        let (mut types, mut objects) = (0, 0);
+        let (mut restored, mut objects) = (Vec::new(), 0);
         for path in paths {
             let started = Instant::now();
             // Room asked before the file's body is read: a new type's.
@@ -382,7 +382,7 @@ impl Cache {
             tc.restore(r);
             self.types.insert(rt.gvr.clone(), tc.clone());
             discovery = discovery.with_type(rt.clone());
-            types += 1;
+            restored.push(tc);
             objects += n;
             tracing::info!(resource = %rt.gvr, objects = n, resource_version = rv,
                 written = %crate::go::time::format_rfc3339(written), took = ?started.elapsed(),
@@ -390,9 +390,10 @@ impl Cache {
         }
         *self.discovery.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(discovery);
         // Started once discovery names them all.
-        for tc in self.all() {
-            self.start_reflector(&tc);
+        for tc in &restored {
+            self.start_reflector(tc);
         }
+        let types = restored.len();
         if types > 0 {
             tracing::info!(types, objects, dir = %snaps.dir().display(), "snapshot restored");
         }
