@@ -293,11 +293,7 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
             None => return Err(ReadError::ContinueCompacted { start }),
         },
     };
-    let prefix = read
-        .ns
-        .filter(|_| t.rt.namespaced)
-        .map(|n| format!("{n}/"))
-        .unwrap_or_default();
+    let prefix = key_prefix(t, read.ns);
     let page = read_page(
         &snap.items,
         &PageRequest {
@@ -317,6 +313,14 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
     ))
 }
 
+/// Where a namespace's objects' keys start (none for a cluster-wide read,
+/// or a cluster-scoped type).
+fn key_prefix(t: &SimType, ns: Option<&str>) -> String {
+    ns.filter(|_| t.rt.namespaced)
+        .map(|n| format!("{n}/"))
+        .unwrap_or_default()
+}
+
 /// `deletecollection`: every object of the type in `ns` the selectors
 /// match is deleted, one watch event each, and the answer is the list of
 /// them as they were, as the apiserver's registry answers it.
@@ -330,10 +334,7 @@ pub(super) fn delete_collection(
     opts.validate_list()?;
     let sel = selection(t, &opts)?;
     let snap = t.store.current();
-    let prefix = ns
-        .filter(|_| t.rt.namespaced)
-        .map(|n| format!("{n}/"))
-        .unwrap_or_default();
+    let prefix = key_prefix(t, ns);
     let page = read_page(
         &snap.items,
         &PageRequest {
