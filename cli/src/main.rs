@@ -93,6 +93,18 @@ enum Command {
     /// probe (the kubelet cannot reach a pod's loopback): exit 0 when it
     /// answers 200, 1 otherwise.
     Probe(ProbeArgs),
+    /// Prints the shell completion script for bash, zsh or fish: e.g.
+    /// `source <(kubecache completion bash)`, or into
+    /// /etc/bash_completion.d/kubecache, ~/.zfunc/_kubecache,
+    /// ~/.config/fish/completions/kubecache.fish.
+    Completion(CompletionArgs),
+}
+
+#[derive(clap::Args)]
+struct CompletionArgs {
+    /// The shell to complete in.
+    #[arg(value_parser = ["bash", "zsh", "fish"])]
+    shell: String,
 }
 
 #[derive(clap::Args, Clone)]
@@ -770,6 +782,21 @@ fn run(
     arenas_limited: bool,
 ) -> Result<(), CliError> {
     match command {
+        Command::Completion(args) => {
+            use clap::CommandFactory;
+            let shell = match args.shell.as_str() {
+                "zsh" => clap_complete::Shell::Zsh,
+                "fish" => clap_complete::Shell::Fish,
+                _ => clap_complete::Shell::Bash,
+            };
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "kubecache",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
         Command::Sim(args) => {
             let opts = args.options()?;
             let listen = parse_addr(&args.listen)?;
