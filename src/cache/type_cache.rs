@@ -289,11 +289,11 @@ impl Writer for TypeCache {
         metrics::reflector_list(&self.rt.gvr.to_string(), self.store.limits().capacity);
         // The codec first: readers of the new state decode and encode it
         // with the codec that read it.
-        let same_style = self.tell_relists && self.codec().style == codec.style;
+        let tell = self.tell_relists && self.codec().style == codec.style;
         let codec = Arc::new(codec);
         *self.codec.write().unwrap_or_else(|e| e.into_inner()) = codec.clone();
         let resource = self.rt.gvr.to_string();
-        if same_style {
+        if tell {
             // A deleted object's event carries its last state at the
             // relist's version, as the upstream's DELETED would.
             let stamped = |e: &Entry, rv| {
