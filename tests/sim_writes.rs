@@ -982,3 +982,47 @@ async fn a_pods_log_is_simulated_and_what_is_not_simulated_says_so() {
     })
     .await;
 }
+
+/// A pod's log asked for without a container, of a pod with several and
+/// init containers, and with one it does not have: the same errors from
+/// the simulator as from a real v1.20 apiserver.
+#[cfg(feature = "real-apiserver")]
+#[tokio::test]
+async fn a_pods_log_errors_are_the_real_apiservers() {
+    within(60, async {
+        let up = real_apiserver();
+        let sim = SimBuilder::new().start().await;
+        let name = format!("logs-{}", unique_suffix());
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeName": "node-1",
+                "initContainers": [{"name": "init", "image": "x"}],
+                "containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "x"}]}});
+        for base in [&up, &sim.url] {
+            let r = send(
+                Method::POST,
+                &format!("{base}/api/v1/namespaces/default/pods"),
+                Some(pod.clone()),
+            )
+            .await;
+            assert_eq!(r.status, 201, "{base}: {}", r.text());
+        }
+        for query in ["", "?container=nope"] {
+            let path = format!("/api/v1/namespaces/default/pods/{name}/log{query}");
+            let real = get(&format!("{up}{path}")).await;
+            let simulated = get(&format!("{}{path}", sim.url)).await;
+            assert_eq!(simulated.status, real.status, "{path}");
+            assert_eq!(
+                simulated.json()["message"],
+                real.json()["message"],
+                "{path}"
+            );
+        }
+        let _ = send(
+            Method::DELETE,
+            &format!("{up}/api/v1/namespaces/default/pods/{name}"),
+            None,
+        )
+        .await;
+    })
+    .await;
+}

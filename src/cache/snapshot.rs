@@ -336,7 +336,9 @@ impl Snapshots {
             .ok_or_else(|| SnapshotError::Corrupt(path.into(), "no type in its header".into()))?;
         room(t.bytes).map_err(|o| SnapshotError::TooLarge(path.into(), o))?;
         // The list around its items: commas, the list's own fields.
-        let most = t.bytes as u64 + t.objects as u64 + 64 * 1024;
+        let most = (t.bytes as u64)
+            .saturating_add(t.objects as u64)
+            .saturating_add(64 * 1024);
         let body = read_whole(&mut r, most, path)?;
         let rt = ResourceType {
             gvr: GroupVersionResource::new(&t.group, &t.version, &t.resource),

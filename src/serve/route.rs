@@ -154,8 +154,12 @@ pub async fn route(state: &ServeState, request: &Request) -> (Route, Option<Stal
 /// unreachable, or the type's state came from a snapshot the upstream has
 /// not listed since.
 fn staleness(tc: &TypeCache, offline: bool) -> Option<Stale> {
-    let rv = tc.store.rv();
     let restored = tc.restored_at();
+    // Asked per cached answer: nothing more unless it is stale.
+    if !offline && restored.is_none() {
+        return None;
+    }
+    let rv = tc.store.rv();
     let as_of = match (tc.activity.lag(), restored) {
         (Some(lag), _) => std::time::SystemTime::now().checked_sub(lag),
         (None, restored) => restored,

@@ -17,6 +17,7 @@ pub(crate) enum LogError {
     NotFound(String),
     #[error("container {container} is not valid for pod {pod}")]
     NoSuchContainer { pod: String, container: String },
+    /// v1.20 names the init containers first, in one list.
     #[error("a container name must be specified for pod {pod}, choose one of: [{}]", .containers.join(" "))]
     ChooseOne {
         pod: String,
@@ -79,7 +80,10 @@ pub(super) fn answer(
         None => {
             return Err(LogError::ChooseOne {
                 pod: name.to_string(),
-                containers,
+                containers: names("initContainers")
+                    .into_iter()
+                    .chain(containers)
+                    .collect(),
             })
         }
     };
