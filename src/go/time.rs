@@ -39,6 +39,11 @@ pub fn format_rfc3339(t: std::time::SystemTime) -> String {
         Ok(d) => d.as_secs() as i64,
         Err(e) => -(e.duration().as_secs_f64().ceil() as i64),
     };
+    format_unix(secs)
+}
+
+/// Unix seconds as [`format_rfc3339`] writes them.
+pub fn format_unix(secs: i64) -> String {
     let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
     format!(
