@@ -73,7 +73,10 @@ async fn the_demos_guide_works_and_says_truly_what_the_cache_answers() {
             "kubecache serving",
         );
         let url = demo.url();
-        until_ready(&url).await;
+        until("ready", 60, || async {
+            get(&format!("{url}/readyz")).await.status == 200
+        })
+        .await;
         let log = demo.log();
         assert!(log.contains(&format!("kubecache on {url}")), "{log}");
         let cached = commands(&log, "answered from the cache:");
@@ -114,12 +117,4 @@ async fn the_demos_guide_works_and_says_truly_what_the_cache_answers() {
         let _ = std::fs::remove_dir_all(&cache_dir);
     })
     .await;
-}
-
-async fn until_ready(url: &str) {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
-    while get(&format!("{url}/readyz")).await.status != 200 {
-        assert!(tokio::time::Instant::now() < deadline, "never ready");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
 }

@@ -53,19 +53,6 @@ fn items(list: &Value) -> Vec<Value> {
     list["items"].as_array().cloned().unwrap_or_default()
 }
 
-/// Polls `check` every 50 ms until it holds, failing after `secs`.
-async fn until<F: std::future::Future<Output = bool>>(
-    what: &str,
-    secs: u64,
-    mut check: impl FnMut() -> F,
-) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn ready(url: &str) -> bool {
     get(&format!("{url}/readyz")).await.status == 200
 }

@@ -26,3 +26,13 @@ pub async fn eventually(what: &str, within: Duration, mut check: impl FnMut() ->
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Polls the async `check` every 50 ms until it holds, failing the test
+/// after `secs` seconds.
+pub async fn until<F: Future<Output = bool>>(what: &str, secs: u64, mut check: impl FnMut() -> F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
