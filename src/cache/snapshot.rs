@@ -536,6 +536,35 @@ mod tests {
     }
 
     #[test]
+    fn a_body_longer_than_its_header_allows_is_not_read_past_it() {
+        let dir = scratch("liar");
+        let snaps = Snapshots::open(&dir, "http://127.0.0.1:1").unwrap();
+        let header = snaps.header(Some(TypeHeader {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            kind: "Pod".into(),
+            namespaced: true,
+            verbs: vec![],
+            resource_version: "1".into(),
+            objects: 0,
+            bytes: 10,
+        }));
+        let path = snaps.type_path(&GroupVersionResource::new("", "v1", "pods"));
+        // A body that decompresses far past what the header says.
+        let zeros = vec![b' '; 1 << 20];
+        snaps
+            .write_atomically(&path, &header, |w| w.write_all(&zeros))
+            .unwrap();
+        let e = snaps.read_type(&path, |_| Ok(())).err();
+        assert!(
+            matches!(&e, Some(SnapshotError::Corrupt(_, why)) if why.starts_with("longer than")),
+            "{e:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn another_upstreams_snapshot_is_refused() {
         let dir = scratch("upstream");
         let (snaps, _, _) = written(&dir);
