@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
-use kubecache_sim::generate::Generator;
+use kubecache_sim::generate::{self, Generator};
 use serde_json::{json, Value};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -211,7 +211,8 @@ pub async fn load(up: &str) -> bool {
         };
         let (pods, cms) = (existing("pods").await, existing("configmaps").await);
         for i in pods..PER_NAMESPACE {
-            let mut pod = g.pod(&ns, n * PER_NAMESPACE + i, 100);
+            let k = n * PER_NAMESPACE + i;
+            let mut pod = g.pod(&ns, generate::app_of(k), k, 100);
             let status = pod["status"].take();
             let meta = pod["metadata"].as_object_mut().unwrap();
             meta.remove("uid");

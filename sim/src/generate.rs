@@ -17,6 +17,11 @@ pub fn rfc3339(secs: i64) -> String {
     kubecache::go::time::format_unix(secs)
 }
 
+/// The `i`th of the apps generated objects belong to (their `app` label).
+pub fn app_of(i: usize) -> &'static str {
+    APPS[i % APPS.len()]
+}
+
 pub fn now_secs() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -229,8 +234,7 @@ impl Generator {
 
     /// A pod as the kubelet reports it, in one of the phases a real
     /// cluster shows: ~2.9 KB of JSON, and ~2 KB of managed fields.
-    pub fn pod(&mut self, ns: &str, i: usize, nodes: usize) -> Value {
-        let app = APPS[i % APPS.len()];
+    pub fn pod(&mut self, ns: &str, app: &str, i: usize, nodes: usize) -> Value {
         let image = IMAGES[i % IMAGES.len()];
         let hash = "7d4b9c8f6b";
         let name = format!("{app}-{hash}-{}", self.suffix(5));
@@ -483,7 +487,7 @@ mod tests {
     #[test]
     fn pods_are_realistically_sized_and_ordered_like_go() {
         let mut g = Generator::new(1);
-        let p = g.pod("ns", 3, 10);
+        let p = g.pod("ns", "db-proxy", 3, 10);
         let s = serde_json::to_string(&p).unwrap();
         assert!(s.starts_with("{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"));
         assert!(s.len() > 4500 && s.len() < 6000, "{}", s.len());

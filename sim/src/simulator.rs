@@ -364,9 +364,18 @@ impl Sim {
             let obj = self.gen(|g| g.node(i));
             self.must_create("", "nodes", obj);
         }
+        // A namespace's pods go through the apps in turn (web, api, …), and
+        // its deployments are those of the first two, so that a deployment
+        // selects pods (`kubectl logs deploy/x`, `describe`) as in a real
+        // cluster.
+        let mut apps: Vec<Vec<&str>> = vec![Vec::new(); ns_names.len()];
         for i in 0..o.pods {
-            let ns = &ns_names[i % ns_names.len()];
-            let obj = self.gen(|g| g.pod(ns, i, o.nodes));
+            let n = i % ns_names.len();
+            let app = generate::app_of(i / ns_names.len());
+            let obj = self.gen(|g| g.pod(&ns_names[n], app, i, o.nodes));
+            if !apps[n].contains(&app) {
+                apps[n].push(app);
+            }
             self.must_create("", "pods", obj);
         }
         for i in 0..o.configmaps {
@@ -374,8 +383,13 @@ impl Sim {
             let obj = self.gen(|g| g.configmap(ns, i));
             self.must_create("", "configmaps", obj);
         }
-        for ns in ns_names.iter().skip(2) {
-            for app in ["web", "api"] {
+        for (ns, seen) in ns_names.iter().zip(&apps).skip(2) {
+            let apps = if seen.is_empty() {
+                &["web", "api"][..]
+            } else {
+                &seen[..seen.len().min(2)]
+            };
+            for app in apps {
                 let obj = self.gen(|g| g.deployment(ns, app));
                 self.must_create("apps", "deployments", obj);
             }
@@ -854,6 +868,48 @@ mod tests {
         sim.create(&t, Some("default"), pod).unwrap();
         sim.churn_once(6);
         assert_eq!(sim.churn_keys.lock().unwrap().len(), 51);
+    }
+
+    /// `kubectl logs deploy/x` and `describe` find a deployment's pods by
+    /// its selector: each generated one must select some.
+    #[test]
+    fn every_generated_deployment_selects_pods_of_its_namespace() {
+        for namespaces in [3, 5, 8, 10] {
+            let sim = Sim::new(&SimOptions {
+                pods: 200,
+                configmaps: 0,
+                nodes: 4,
+                namespaces,
+                ..Default::default()
+            });
+            let objects = |resource: &str, group: &str| -> Vec<Value> {
+                let t = sim.type_of(group, "v1", resource).unwrap().clone();
+                let now = sim.at_revision(&t);
+                let bytes = |e: &Arc<Entry>| t.codec.object_bytes(e);
+                now.items
+                    .iter()
+                    .map(|e| serde_json::from_slice(&bytes(e)).unwrap())
+                    .collect()
+            };
+            let pods = objects("pods", "");
+            let deployments = objects("deployments", "apps");
+            assert_eq!(
+                deployments.len(),
+                2 * (namespaces - 2),
+                "{namespaces} namespaces"
+            );
+            for d in &deployments {
+                let ns = &d["metadata"]["namespace"];
+                let app = &d["spec"]["selector"]["matchLabels"]["app"];
+                let selected = pods.iter().filter(|p| {
+                    &p["metadata"]["namespace"] == ns && &p["metadata"]["labels"]["app"] == app
+                });
+                assert!(
+                    selected.count() > 0,
+                    "{ns}/{app} of {namespaces} namespaces selects no pod"
+                );
+            }
+        }
     }
 
     /// A write lands between reading the revision and reading the objects
