@@ -3,7 +3,7 @@
 //! decoding an upstream event into a store entry, gzip at three levels,
 //! the pretty layout, Table rows and Table lists, protobuf transcoding and
 //! protobuf lists, continue tokens.
-//! `cargo bench --bench micro`; figures are recorded in the README.
+//! `cargo bench --bench micro`; figures are recorded in docs/benchmarks.md.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kubecache::cache::bodies::compress;

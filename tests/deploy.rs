@@ -288,7 +288,7 @@ fn the_sidecar_overlay_points_its_app_at_kubecache_on_loopback() {
 
 /// The image recipe agrees with the manifests that run it. No container
 /// registry can be reached from this machine kind, so the Dockerfile is
-/// not built here (README, "Deploying"); its build step is the release
+/// not built here (docs/operations.md, "Deploying"); its build step is the release
 /// build CI's benchmarks make, and this checks the rest.
 #[test]
 fn the_dockerfile_runs_kubecache_as_the_manifests_expect() {

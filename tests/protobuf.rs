@@ -349,7 +349,7 @@ async fn protobuf_reads(hops: usize) {
             // Exact reads only at versions of this run: etcd may have
             // compacted an older one (a quiet type's, or an empty type's
             // "1"), which the apiserver answers with a 410 and kubecache
-            // from its cache (README, known differences).
+            // from its cache (docs/differences.md).
             let old = rv.parse::<u64>().unwrap() < start;
             let exact = format!("{path}?resourceVersion={rv}&resourceVersionMatch=Exact");
             for accept in [PROTOBUF, CLIENT_GO, PROTOBUF_META_LIST] {

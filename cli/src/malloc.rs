@@ -6,7 +6,7 @@
 //! ~40 threads at once compressing and stitching list bodies, and their
 //! arenas held on to it: peak RSS 909–1,323 MiB with glibc's default, of
 //! which the bounded parts (bytes in flight, body buffers, objects) were
-//! ~400 MiB. With two arenas: see the README's load section.
+//! ~400 MiB. With two arenas: see docs/benchmarks.md, "Load".
 
 /// The arenas kubecache asks for when the operator has not chosen: the
 /// main one and one more, so that the threads allocating at once do not

@@ -68,7 +68,7 @@ impl Check {
 /// The checks behind `/readyz`: shutdown; the upstream, which fails
 /// readiness only when it refuses kubecache's credentials (an unreachable
 /// upstream does not: every replica shares it, and cached reads that need
-/// no freshness are still served — see the README); and one informer-sync
+/// no freshness are still served — see docs/operations.md); and one informer-sync
 /// per type, of which only the eager types' count. A type a client's read
 /// started is reported, excluded until it syncs: one the upstream refuses
 /// kubecache (403, 404) is forwarded for good, and would otherwise take
