@@ -12,6 +12,7 @@ pub mod api;
 pub mod faults;
 pub mod generate;
 mod managed;
+pub mod openapi;
 pub mod patch;
 mod simulator;
 
