@@ -7,7 +7,11 @@
 //! one v1.20 vendors) that a Kubernetes document uses, with its field
 //! numbers; a key of the JSON that none of them holds is an error, not
 //! dropped, so that a regenerated document with something new fails its
-//! tests instead of losing it silently. Vendor extensions (`x-…`) are
+//! tests instead of losing it silently. Entries (definitions, paths,
+//! properties…) keep the JSON's order: the apiserver's own protobuf has
+//! them in Go's map order (kube-openapi's `ToProtoBinary` converts a
+//! `map[string]interface{}`), which changes from one start to the next,
+//! and clients index them by name. Vendor extensions (`x-…`) are
 //! `Any`s holding their value as YAML, which clients parse back with a
 //! YAML decoder: the simulator writes them as JSON, which is YAML too
 //! (gnostic writes block style; the values read back the same).
