@@ -1,7 +1,8 @@
 //! `/openapi/v2`, answered as v1.20's kube-openapi handler answers it: the
 //! first `Accept` clause (by weight) that JSON or gnostic's protobuf
 //! matches picks the encoding, else a bare 406. Other `/openapi/` paths
-//! are no path the simulator (or v1.20) serves.
+//! are no path the simulator (or v1.20) serves. Not simulated: the ETag
+//! (v1.20 sends one, and a 304 for a matching `If-None-Match`), and gzip.
 
 use crate::openapi::{self, OpenApiError};
 use bytes::Bytes;

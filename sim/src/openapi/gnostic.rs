@@ -532,6 +532,23 @@ impl Obj {
             .collect()
     }
 
+    /// Each entry whose key `pick` picks (a map's entries, beside its
+    /// vendor extensions), taken out and converted by `f`, in order.
+    fn named<T>(
+        &mut self,
+        pick: impl Fn(&str) -> bool,
+        mut f: impl FnMut(String, String, &Value) -> Result<T, GnosticError>,
+    ) -> Result<Vec<T>, GnosticError> {
+        let (picked, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.map)
+            .into_iter()
+            .partition(|(k, _)| pick(k));
+        self.map = rest.into_iter().collect();
+        picked
+            .into_iter()
+            .map(|(k, v)| f(self.child(&k), k, &v))
+            .collect()
+    }
+
     /// Each item of the array at `key`, converted by `f`.
     fn items<T>(
         &mut self,
@@ -589,17 +606,7 @@ impl Document {
         let info = o.object("info", info)?;
         let paths = o.object("paths", paths)?;
         let definitions = o.object("definitions", |at, v| {
-            let mut d = Obj::new(at, v)?;
-            let keys: Vec<String> = d.map.keys().cloned().collect();
-            let mut additional_properties = Vec::with_capacity(keys.len());
-            for k in keys {
-                if let Some(schema) = d.object(&k, schema)? {
-                    additional_properties.push(NamedSchema {
-                        name: k,
-                        value: Some(schema),
-                    });
-                }
-            }
+            let additional_properties = Obj::new(at, v)?.named(|_| true, named_schema)?;
             Ok(Definitions {
                 additional_properties,
             })
@@ -630,21 +637,15 @@ fn info(at: String, v: &Value) -> Result<Info, GnosticError> {
 
 fn paths(at: String, v: &Value) -> Result<Paths, GnosticError> {
     let mut o = Obj::new(at, v)?;
-    let keys: Vec<String> = o
-        .map
-        .keys()
-        .filter(|k| k.starts_with('/'))
-        .cloned()
-        .collect();
-    let mut path = Vec::with_capacity(keys.len());
-    for k in keys {
-        if let Some(item) = o.object(&k, path_item)? {
-            path.push(NamedPathItem {
-                name: k,
-                value: Some(item),
-            });
-        }
-    }
+    let path = o.named(
+        |k| k.starts_with('/'),
+        |at, name, v| {
+            Ok(NamedPathItem {
+                name,
+                value: Some(path_item(at, v)?),
+            })
+        },
+    )?;
     Ok(Paths {
         vendor_extension: o.done()?,
         path,
@@ -757,23 +758,17 @@ fn parameters_item(at: String, v: &Value) -> Result<ParametersItem, GnosticError
 
 fn responses(at: String, v: &Value) -> Result<Responses, GnosticError> {
     let mut o = Obj::new(at, v)?;
-    let codes: Vec<String> = o
-        .map
-        .keys()
-        .filter(|k| !k.starts_with("x-"))
-        .cloned()
-        .collect();
-    let mut response_code = Vec::with_capacity(codes.len());
-    for code in codes {
-        if let Some(r) = o.object(&code, response)? {
-            response_code.push(NamedResponseValue {
-                name: code,
+    let response_code = o.named(
+        |k| !k.starts_with("x-"),
+        |at, name, v| {
+            Ok(NamedResponseValue {
+                name,
                 value: Some(ResponseValue {
-                    oneof: Some(response_value::Oneof::Response(r)),
+                    oneof: Some(response_value::Oneof::Response(response(at, v)?)),
                 }),
-            });
-        }
-    }
+            })
+        },
+    )?;
     Ok(Responses {
         response_code,
         vendor_extension: o.done()?,
@@ -832,12 +827,7 @@ fn schema(at: String, v: &Value) -> Result<Schema, GnosticError> {
             schema: vec![schema(at, &item)?],
         }),
     };
-    let properties = o.entries("properties", |at, name, v| {
-        Ok(NamedSchema {
-            name,
-            value: Some(schema(at, v)?),
-        })
-    })?;
+    let properties = o.entries("properties", named_schema)?;
     let properties = (!properties.is_empty()).then_some(Properties {
         additional_properties: properties,
     });
@@ -855,18 +845,32 @@ fn schema(at: String, v: &Value) -> Result<Schema, GnosticError> {
     })
 }
 
+fn named_schema(at: String, name: String, v: &Value) -> Result<NamedSchema, GnosticError> {
+    Ok(NamedSchema {
+        name,
+        value: Some(schema(at, v)?),
+    })
+}
+
 fn security_requirement(at: String, v: &Value) -> Result<SecurityRequirement, GnosticError> {
-    let mut o = Obj::new(at, v)?;
-    let names: Vec<String> = o.map.keys().cloned().collect();
-    let mut additional_properties = Vec::with_capacity(names.len());
-    for name in names {
-        let value = o.strings(&name)?;
-        additional_properties.push(NamedStringArray {
-            name,
-            value: Some(StringArray { value }),
-        });
-    }
-    o.finish()?;
+    let additional_properties = Obj::new(at, v)?.named(
+        |_| true,
+        |at, name, v| {
+            let value = v
+                .as_array()
+                .and_then(|items| {
+                    items
+                        .iter()
+                        .map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+                .ok_or_else(|| shape(&at, "an array of strings"))?;
+            Ok(NamedStringArray {
+                name,
+                value: Some(StringArray { value }),
+            })
+        },
+    )?;
     Ok(SecurityRequirement {
         additional_properties,
     })
@@ -875,16 +879,10 @@ fn security_requirement(at: String, v: &Value) -> Result<SecurityRequirement, Gn
 /// Security schemes; Kubernetes declares one, an API key (the bearer
 /// token in the `authorization` header).
 fn security_definitions(at: String, v: &Value) -> Result<SecurityDefinitions, GnosticError> {
-    let mut o = Obj::new(at, v)?;
-    let additional_properties = o
-        .map
-        .keys()
-        .cloned()
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(|name| {
-            let (at, v) = o.take(&name).unwrap_or_default();
-            let mut s = Obj::new(at, &v)?;
+    let additional_properties = Obj::new(at, v)?.named(
+        |_| true,
+        |at, name, v| {
+            let mut s = Obj::new(at, v)?;
             if s.map.get("type").and_then(Value::as_str) != Some("apiKey") {
                 return Err(shape(&s.child("type"), "\"apiKey\""));
             }
@@ -905,9 +903,8 @@ fn security_definitions(at: String, v: &Value) -> Result<SecurityDefinitions, Gn
                     oneof: Some(security_definitions_item::Oneof::ApiKeySecurity(key)),
                 }),
             })
-        })
-        .collect::<Result<_, _>>()?;
-    o.finish()?;
+        },
+    )?;
     Ok(SecurityDefinitions {
         additional_properties,
     })
