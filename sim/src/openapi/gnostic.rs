@@ -145,14 +145,16 @@ pub struct ParametersItem {
     pub oneof: Option<parameters_item::Oneof>,
 }
 
+// The oneofs' modules (prost's layout) name their messages by crate
+// path: tests/layers.rs reads `super::` in them as the folder's `mod.rs`.
 pub mod parameters_item {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
         // Boxed as prost-build boxes it: the other variant is small.
         #[prost(message, boxed, tag = "1")]
-        Parameter(Box<super::Parameter>),
+        Parameter(Box<crate::openapi::gnostic::Parameter>),
         #[prost(message, tag = "2")]
-        JsonReference(super::JsonReference),
+        JsonReference(crate::openapi::gnostic::JsonReference),
     }
 }
 
@@ -174,9 +176,9 @@ pub mod parameter {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
         #[prost(message, tag = "1")]
-        BodyParameter(super::BodyParameter),
+        BodyParameter(crate::openapi::gnostic::BodyParameter),
         #[prost(message, tag = "2")]
-        NonBodyParameter(super::NonBodyParameter),
+        NonBodyParameter(crate::openapi::gnostic::NonBodyParameter),
     }
 }
 
@@ -206,9 +208,9 @@ pub mod non_body_parameter {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
         #[prost(message, tag = "3")]
-        QueryParameterSubSchema(super::QueryParameterSubSchema),
+        QueryParameterSubSchema(crate::openapi::gnostic::QueryParameterSubSchema),
         #[prost(message, tag = "4")]
-        PathParameterSubSchema(super::PathParameterSubSchema),
+        PathParameterSubSchema(crate::openapi::gnostic::PathParameterSubSchema),
     }
 }
 
@@ -282,7 +284,7 @@ pub mod response_value {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
         #[prost(message, tag = "1")]
-        Response(super::Response),
+        Response(crate::openapi::gnostic::Response),
     }
 }
 
@@ -306,7 +308,7 @@ pub mod schema_item {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
         #[prost(message, tag = "1")]
-        Schema(super::Schema),
+        Schema(crate::openapi::gnostic::Schema),
     }
 }
 
@@ -344,7 +346,7 @@ pub mod additional_properties_item {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
         #[prost(message, boxed, tag = "1")]
-        Schema(Box<super::Schema>),
+        Schema(Box<crate::openapi::gnostic::Schema>),
         #[prost(bool, tag = "2")]
         Boolean(bool),
     }
@@ -426,7 +428,7 @@ pub mod security_definitions_item {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
         #[prost(message, tag = "2")]
-        ApiKeySecurity(super::ApiKeySecurity),
+        ApiKeySecurity(crate::openapi::gnostic::ApiKeySecurity),
     }
 }
 
