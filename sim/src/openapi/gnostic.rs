@@ -446,12 +446,17 @@ pub struct ApiKeySecurity {
     pub vendor_extension: Vec<NamedAny>,
 }
 
-/// The JSON object at `at`, walked key by key: each `take_*` removes a
-/// key, and `done` fails on any left that no field holds, after moving
+/// The JSON object at `at`, walked key by key: each accessor takes its
+/// key out, and `done` fails on any left that no field holds, after moving
 /// the `x-…` ones into vendor extensions.
 struct Obj {
     at: String,
     map: Map<String, Value>,
+}
+
+/// The JSON pointer of `key` under `at` (paths and `$ref`s hold '/').
+fn pointer(at: &str, key: &str) -> String {
+    format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
 fn shape(at: &str, expected: &'static str) -> GnosticError {
@@ -462,17 +467,15 @@ fn shape(at: &str, expected: &'static str) -> GnosticError {
 }
 
 impl Obj {
-    fn new(at: String, v: &Value) -> Result<Self, GnosticError> {
-        let map = v
-            .as_object()
-            .ok_or_else(|| shape(&at, "an object"))?
-            .clone();
-        Ok(Obj { at, map })
+    fn new(at: String, v: Value) -> Result<Self, GnosticError> {
+        match v {
+            Value::Object(map) => Ok(Obj { at, map }),
+            _ => Err(shape(&at, "an object")),
+        }
     }
 
     fn child(&self, key: &str) -> String {
-        // JSON pointer escaping: paths and `$ref`s hold '/'.
-        format!("{}/{}", self.at, key.replace('~', "~0").replace('/', "~1"))
+        pointer(&self.at, key)
     }
 
     fn take(&mut self, key: &str) -> Option<(String, Value)> {
@@ -511,26 +514,25 @@ impl Obj {
     fn object<T>(
         &mut self,
         key: &str,
-        f: impl FnOnce(String, &Value) -> Result<T, GnosticError>,
+        f: impl FnOnce(String, Value) -> Result<T, GnosticError>,
     ) -> Result<Option<T>, GnosticError> {
-        self.take(key).map(|(at, v)| f(at, &v)).transpose()
+        self.take(key).map(|(at, v)| f(at, v)).transpose()
     }
 
     /// Each entry of the object at `key`, converted by `f`, in order.
     fn entries<T>(
         &mut self,
         key: &str,
-        mut f: impl FnMut(String, String, &Value) -> Result<T, GnosticError>,
+        mut f: impl FnMut(String, String, Value) -> Result<T, GnosticError>,
     ) -> Result<Vec<T>, GnosticError> {
         let Some((at, v)) = self.take(key) else {
             return Ok(vec![]);
         };
-        let map = v.as_object().ok_or_else(|| shape(&at, "an object"))?;
-        map.iter()
-            .map(|(k, v)| {
-                let child = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
-                f(child, k.clone(), v)
-            })
+        let Value::Object(map) = v else {
+            return Err(shape(&at, "an object"));
+        };
+        map.into_iter()
+            .map(|(k, v)| f(pointer(&at, &k), k, v))
             .collect()
     }
 
@@ -539,7 +541,7 @@ impl Obj {
     fn named<T>(
         &mut self,
         pick: impl Fn(&str) -> bool,
-        mut f: impl FnMut(String, String, &Value) -> Result<T, GnosticError>,
+        mut f: impl FnMut(String, String, Value) -> Result<T, GnosticError>,
     ) -> Result<Vec<T>, GnosticError> {
         let (picked, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.map)
             .into_iter()
@@ -547,7 +549,7 @@ impl Obj {
         self.map = rest.into_iter().collect();
         picked
             .into_iter()
-            .map(|(k, v)| f(self.child(&k), k, &v))
+            .map(|(k, v)| f(self.child(&k), k, v))
             .collect()
     }
 
@@ -555,14 +557,16 @@ impl Obj {
     fn items<T>(
         &mut self,
         key: &str,
-        mut f: impl FnMut(String, &Value) -> Result<T, GnosticError>,
+        mut f: impl FnMut(String, Value) -> Result<T, GnosticError>,
     ) -> Result<Vec<T>, GnosticError> {
         let Some((at, v)) = self.take(key) else {
             return Ok(vec![]);
         };
-        let items = v.as_array().ok_or_else(|| shape(&at, "an array"))?;
+        let Value::Array(items) = v else {
+            return Err(shape(&at, "an array"));
+        };
         items
-            .iter()
+            .into_iter()
             .enumerate()
             .map(|(i, v)| f(format!("{at}/{i}"), v))
             .collect()
@@ -602,7 +606,7 @@ impl Obj {
 impl Document {
     /// The document of an OpenAPI v2 JSON, as gnostic's `ParseDocument`
     /// makes it (for what the messages here hold).
-    pub fn from_json(v: &Value) -> Result<Document, GnosticError> {
+    pub fn from_json(v: Value) -> Result<Document, GnosticError> {
         let mut o = Obj::new(String::new(), v)?;
         let swagger = o.string("swagger")?;
         let info = o.object("info", info)?;
@@ -627,7 +631,7 @@ impl Document {
     }
 }
 
-fn info(at: String, v: &Value) -> Result<Info, GnosticError> {
+fn info(at: String, v: Value) -> Result<Info, GnosticError> {
     let mut o = Obj::new(at, v)?;
     Ok(Info {
         title: o.string("title")?,
@@ -637,7 +641,7 @@ fn info(at: String, v: &Value) -> Result<Info, GnosticError> {
     })
 }
 
-fn paths(at: String, v: &Value) -> Result<Paths, GnosticError> {
+fn paths(at: String, v: Value) -> Result<Paths, GnosticError> {
     let mut o = Obj::new(at, v)?;
     let path = o.named(
         |k| k.starts_with('/'),
@@ -654,7 +658,7 @@ fn paths(at: String, v: &Value) -> Result<Paths, GnosticError> {
     })
 }
 
-fn path_item(at: String, v: &Value) -> Result<PathItem, GnosticError> {
+fn path_item(at: String, v: Value) -> Result<PathItem, GnosticError> {
     let mut o = Obj::new(at, v)?;
     Ok(PathItem {
         r#ref: o.string("$ref")?,
@@ -670,7 +674,7 @@ fn path_item(at: String, v: &Value) -> Result<PathItem, GnosticError> {
     })
 }
 
-fn operation(at: String, v: &Value) -> Result<Operation, GnosticError> {
+fn operation(at: String, v: Value) -> Result<Operation, GnosticError> {
     let mut o = Obj::new(at, v)?;
     Ok(Operation {
         tags: o.strings("tags")?,
@@ -690,7 +694,7 @@ fn operation(at: String, v: &Value) -> Result<Operation, GnosticError> {
 /// A `$ref` to a parameter, or one in place: in the body (with a schema)
 /// or in the query or path (gnostic's other kinds do not occur in
 /// Kubernetes documents).
-fn parameters_item(at: String, v: &Value) -> Result<ParametersItem, GnosticError> {
+fn parameters_item(at: String, v: Value) -> Result<ParametersItem, GnosticError> {
     use non_body_parameter::Oneof as NonBody;
     use parameter::Oneof as Kind;
     let mut o = Obj::new(at, v)?;
@@ -758,7 +762,7 @@ fn parameters_item(at: String, v: &Value) -> Result<ParametersItem, GnosticError
     })
 }
 
-fn responses(at: String, v: &Value) -> Result<Responses, GnosticError> {
+fn responses(at: String, v: Value) -> Result<Responses, GnosticError> {
     let mut o = Obj::new(at, v)?;
     let response_code = o.named(
         |k| !k.starts_with("x-"),
@@ -777,7 +781,7 @@ fn responses(at: String, v: &Value) -> Result<Responses, GnosticError> {
     })
 }
 
-fn response(at: String, v: &Value) -> Result<Response, GnosticError> {
+fn response(at: String, v: Value) -> Result<Response, GnosticError> {
     let mut o = Obj::new(at, v)?;
     Ok(Response {
         description: o.string("description")?,
@@ -788,7 +792,7 @@ fn response(at: String, v: &Value) -> Result<Response, GnosticError> {
     })
 }
 
-fn schema(at: String, v: &Value) -> Result<Schema, GnosticError> {
+fn schema(at: String, v: Value) -> Result<Schema, GnosticError> {
     let mut o = Obj::new(at, v)?;
     let r#ref = o.string("$ref")?;
     let format = o.string("format")?;
@@ -799,7 +803,7 @@ fn schema(at: String, v: &Value) -> Result<Schema, GnosticError> {
         None => None,
         Some((_, Value::Bool(b))) => Some(additional_properties_item::Oneof::Boolean(b)),
         Some((at, v)) => Some(additional_properties_item::Oneof::Schema(Box::new(schema(
-            at, &v,
+            at, v,
         )?))),
     }
     .map(|a| AdditionalPropertiesItem { oneof: Some(a) });
@@ -820,13 +824,13 @@ fn schema(at: String, v: &Value) -> Result<Schema, GnosticError> {
         None => None,
         Some((at, Value::Array(items))) => Some(ItemsItem {
             schema: items
-                .iter()
+                .into_iter()
                 .enumerate()
                 .map(|(i, s)| schema(format!("{at}/{i}"), s))
                 .collect::<Result<_, _>>()?,
         }),
         Some((at, item)) => Some(ItemsItem {
-            schema: vec![schema(at, &item)?],
+            schema: vec![schema(at, item)?],
         }),
     };
     let properties = o.entries("properties", named_schema)?;
@@ -847,14 +851,14 @@ fn schema(at: String, v: &Value) -> Result<Schema, GnosticError> {
     })
 }
 
-fn named_schema(at: String, name: String, v: &Value) -> Result<NamedSchema, GnosticError> {
+fn named_schema(at: String, name: String, v: Value) -> Result<NamedSchema, GnosticError> {
     Ok(NamedSchema {
         name,
         value: Some(schema(at, v)?),
     })
 }
 
-fn security_requirement(at: String, v: &Value) -> Result<SecurityRequirement, GnosticError> {
+fn security_requirement(at: String, v: Value) -> Result<SecurityRequirement, GnosticError> {
     let additional_properties = Obj::new(at, v)?.named(
         |_| true,
         |at, name, v| {
@@ -880,7 +884,7 @@ fn security_requirement(at: String, v: &Value) -> Result<SecurityRequirement, Gn
 
 /// Security schemes; Kubernetes declares one, an API key (the bearer
 /// token in the `authorization` header).
-fn security_definitions(at: String, v: &Value) -> Result<SecurityDefinitions, GnosticError> {
+fn security_definitions(at: String, v: Value) -> Result<SecurityDefinitions, GnosticError> {
     let additional_properties = Obj::new(at, v)?.named(
         |_| true,
         |at, name, v| {
@@ -919,7 +923,7 @@ mod tests {
     use serde_json::json;
 
     fn one_definition(def: Value) -> Result<Schema, GnosticError> {
-        let doc = Document::from_json(&json!({"swagger": "2.0", "definitions": {"d": def}}))?;
+        let doc = Document::from_json(json!({"swagger": "2.0", "definitions": {"d": def}}))?;
         let mut defs = doc.definitions.unwrap().additional_properties;
         Ok(defs.remove(0).value.unwrap())
     }
@@ -999,7 +1003,7 @@ mod tests {
 
     #[test]
     fn parameters_are_body_query_or_path_by_where_they_are() {
-        let doc = Document::from_json(&json!({"paths": {"/p": {
+        let doc = Document::from_json(json!({"paths": {"/p": {
             "parameters": [{"name": "n", "in": "path", "required": true, "type": "string", "uniqueItems": true}],
             "patch": {
                 "parameters": [
@@ -1035,7 +1039,7 @@ mod tests {
 
     #[test]
     fn the_encoding_decodes_to_the_same_document() {
-        let doc = Document::from_json(&json!({
+        let doc = Document::from_json(json!({
             "swagger": "2.0",
             "info": {"title": "Kubernetes", "version": "v1.20.2"},
             "definitions": {"d": {"type": "object", "additionalProperties": true}},

@@ -62,9 +62,10 @@ fn load() -> Result<V2, OpenApiError> {
         .read_to_end(&mut text)
         .map_err(OpenApiError::Gunzip)?;
     let doc: Value = serde_json::from_slice(&text).map_err(OpenApiError::Json)?;
-    let protobuf = Document::from_json(&doc).map_err(OpenApiError::Protobuf)?;
+    let json = Bytes::from(serde_json::to_vec(&doc).map_err(OpenApiError::Json)?);
+    let protobuf = Document::from_json(doc).map_err(OpenApiError::Protobuf)?;
     Ok(V2 {
-        json: Bytes::from(serde_json::to_vec(&doc).map_err(OpenApiError::Json)?),
+        json,
         protobuf: Bytes::from(protobuf.encode_to_vec()),
     })
 }
