@@ -68,8 +68,8 @@ async fn everyday_kubectl_against_the_simulator_finds_short_names_and_categories
         assert!(!all.contains("configmap/"), "configmaps are not in `all`: {all}");
         assert_eq!(names(&["get", "po", "-A", "-o", "name"]), names(&["get", "pods", "-A", "-o", "name"]));
         let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dc-x","namespace":"default","labels":{"dc":"kubectl"}}}"#;
-        // The simulator serves no OpenAPI document to validate against.
-        let (ok, _, err) = kubectl(&kc, &["create", "--validate=false", "-f", "-"], Some(cm));
+        // Validated against the simulator's OpenAPI document.
+        let (ok, _, err) = kubectl(&kc, &["create", "-f", "-"], Some(cm));
         assert!(ok, "{err}");
         // kubectl writes protobuf, which the simulator does not read: it
         // says so, by name.
@@ -90,6 +90,123 @@ async fn everyday_kubectl_against_the_simulator_finds_short_names_and_categories
         assert!(deleted.contains("dc-x"), "{deleted}");
         let (_, _, err) = kubectl(&kc, &["get", "cm", "dc-x", "-n", "default"], None);
         assert!(err.contains("NotFound") || err.contains("not found"), "{err}");
+    }))
+    .await
+    .unwrap();
+}
+
+/// `kubectl explain` prints v1.20's descriptions from the simulator's
+/// OpenAPI document, through kubecache, as the real apiserver's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explains_the_simulated_types_as_the_real_apiserver_does() {
+    let up = real_apiserver();
+    let sim = SimBuilder::new().start().await;
+    let p = start_proxy(&sim.url).await;
+    let kc = p.url.clone();
+    within(
+        120,
+        tokio::task::spawn_blocking(move || {
+            for what in ["pods", "deployment.spec.replicas", "configmaps"] {
+                let (ok, simulated, err) = kubectl(&kc, &["explain", what], None);
+                assert!(ok, "{what}: {err}");
+                let (ok, real, err) = kubectl(&up, &["explain", what], None);
+                assert!(ok, "{what}: {err}");
+                assert_eq!(simulated, real, "{what}");
+            }
+            let (_, replicas, _) = kubectl(&kc, &["explain", "deployment.spec.replicas"], None);
+            assert!(replicas.contains("Number of desired pods."), "{replicas}");
+        }),
+    )
+    .await
+    .unwrap();
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: NAME
+  namespace: default
+  labels:
+    app: NAME
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: NAME
+  template:
+    metadata:
+      labels:
+        app: NAME
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.19
+";
+
+const CONFIGMAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: NAME
+  namespace: default
+data:
+  a: \"1\"
+";
+
+/// kubectl's `create -f` and `apply -f` with its default validation,
+/// against the simulator through kubecache: manifests are validated
+/// against the simulator's OpenAPI document (an unknown field is refused
+/// before anything is sent, as against v1.20), and a second apply of a
+/// changed manifest patches the object (kubectl's strategic merge patch,
+/// with its last-applied-configuration annotation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_and_applies_validated_manifests_against_the_simulator() {
+    let sim = SimBuilder::new().start().await;
+    let p = start_proxy(&sim.url).await;
+    let kc = p.url.clone();
+    within(120, tokio::task::spawn_blocking(move || {
+        let name = format!("oa-{}", std::process::id() % 100000);
+        let deployment = DEPLOYMENT.replace("NAME", &name);
+        let configmap = CONFIGMAP.replace("NAME", &name);
+        let run = |args: &[&str], stdin: &str| {
+            let (ok, out, err) = kubectl(&kc, args, Some(stdin));
+            assert!(ok, "{args:?}: {err}");
+            out
+        };
+        let get = |kind: &str| -> serde_json::Value {
+            let (ok, out, err) = kubectl(&kc, &["get", kind, &name, "-n", "default", "-o", "json"], None);
+            assert!(ok, "{err}");
+            serde_json::from_str(&out).unwrap()
+        };
+        assert!(run(&["create", "-f", "-"], &configmap).contains("created"));
+        assert!(run(&["apply", "-f", "-"], &deployment).contains("created"));
+        let changed = deployment
+            .replace("replicas: 2", "replicas: 3")
+            .replace("nginx:1.19", "nginx:1.20")
+            .replace("  labels:\n    app: NAME\n".replace("NAME", &name).as_str(), "");
+        assert!(run(&["apply", "-f", "-"], &changed).contains("configured"));
+        let d = get("deployment");
+        assert_eq!(d["spec"]["replicas"], 3);
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.20");
+        assert!(d["metadata"].get("labels").is_none(), "the label the manifest dropped is removed: {d}");
+        let last: serde_json::Value = serde_json::from_str(
+            d["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(last["spec"]["replicas"], 3);
+        // A configmap made by create (no annotation yet) applied twice.
+        run(&["apply", "-f", "-"], &configmap);
+        run(&["apply", "-f", "-"], &configmap.replace("\"1\"", "\"2\""));
+        assert_eq!(get("configmap")["data"]["a"], "2");
+        for verb in ["apply", "create"] {
+            let bad = changed.replace("replicas: 3", "replicaz: 4");
+            let (ok, _, err) = kubectl(&kc, &[verb, "-f", "-"], Some(&bad));
+            assert!(!ok, "{verb}");
+            assert!(
+                err.contains("ValidationError(Deployment.spec): unknown field \"replicaz\" in io.k8s.api.apps.v1.DeploymentSpec"),
+                "{verb}: {err}"
+            );
+        }
+        assert_eq!(get("deployment")["spec"]["replicas"], 3);
     }))
     .await
     .unwrap();

@@ -762,6 +762,7 @@ fn demo_guide(sim: SocketAddr, listen: SocketAddr) {
          forwarded to the simulator:\n\
          \x20 {k} label pods -n default --all demo=yes --overwrite\n\
          \x20 {k} logs -n team-02 deploy/web --tail=1\n\
+         \x20 {k} explain deployment.spec.replicas\n\
          what went where: http://{listen}/debug/cache (a page per type: served, forwarded) and\n\
          \x20 curl -s http://{listen}/metrics | grep -E 'kubecache_forwarded_requests_total|apiserver_request_total'"
     );

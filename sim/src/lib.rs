@@ -7,11 +7,14 @@
 //! kubecache does (JSON, Tables, PartialObjectMetadata[List], the
 //! apiserver's 406s), with JSON its only serializer: no YAML or protobuf
 //! (see `api`); patches are applied as v1.20 applies them (see `patch`).
+//! Its OpenAPI document is v1.20's for its types, which kubectl validates
+//! manifests against and explains from (see `openapi`).
 
 pub mod api;
 pub mod faults;
 pub mod generate;
 mod managed;
+pub mod openapi;
 pub mod patch;
 mod simulator;
 

@@ -57,6 +57,7 @@ impl From<&RouteError> for Status {
             ),
             RouteError::NotSimulated(_) => Status::new(404, "NotFound", e.to_string()),
             RouteError::Logs(e) => e.into(),
+            RouteError::OpenApi(e) => Status::internal(e.to_string()),
             RouteError::MethodNotAllowed(_) => Status::method_not_allowed(),
             RouteError::FaultControls(e) => e.into(),
             RouteError::Read { error, .. } => error.into(),

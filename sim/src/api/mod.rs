@@ -4,8 +4,9 @@
 //! revision), plus writes, watches, discovery and the fault controls.
 //!
 //! Every request meets the injected latency first; `route` then takes it
-//! to the part that answers it (`discovery`, `reads` for gets, lists and
-//! watches, `writes`, and `fault_controls` for `/sim/faults`). What goes
+//! to the part that answers it (`discovery`, `openapi` for `/openapi/v2`,
+//! `reads` for gets, lists and watches, `writes`, and `fault_controls` for
+//! `/sim/faults`). What goes
 //! wrong in each part is its own error, and `errors` answers each with the
 //! apiserver's Status.
 
@@ -14,6 +15,7 @@ mod errors;
 mod fault_controls;
 mod json;
 mod logs;
+mod openapi;
 mod reads;
 mod route;
 mod writes;

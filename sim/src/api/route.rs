@@ -1,12 +1,13 @@
 //! Which part answers a request: the fault controls, the injected 500s
-//! (to all but the fault controls), discovery, then the simulated types'
-//! reads and writes; and why a request gets an error instead (`RouteError`:
-//! its own, or the part's it went to).
+//! (to all but the fault controls), discovery, the OpenAPI document, then
+//! the simulated types' reads and writes; and why a request gets an error
+//! instead (`RouteError`: its own, or the part's it went to).
 
 use super::reads::{self, ReadError};
 use super::writes::{self, WriteRequestError};
-use super::{discovery, fault_controls, logs};
+use super::{discovery, fault_controls, logs, openapi};
 use crate::faults::FaultCommandError;
+use crate::openapi::OpenApiError;
 use crate::Sim;
 use http::{header, Method, Request, Response};
 use hyper::body::Incoming;
@@ -31,8 +32,8 @@ pub(super) enum RouteError {
     NotAResourcePath(String),
     #[error("the simulator has no resource {0}")]
     UnknownResource(GroupVersionResource),
-    /// `/status`, `/scale` and the like, and the OpenAPI documents, are
-    /// not simulated: the answer says so, naming what.
+    /// `/status`, `/scale` and the like are not simulated: the answer says
+    /// so, naming what.
     #[error("the kubecache simulator does not simulate {0}")]
     NotSimulated(String),
     #[error("{0} is not allowed on the requested resource")]
@@ -51,6 +52,9 @@ pub(super) enum RouteError {
     Write(#[from] WriteRequestError),
     #[error("a pod's log")]
     Logs(#[source] logs::LogError),
+    /// The OpenAPI document could not be made from what is checked in.
+    #[error("the OpenAPI document")]
+    OpenApi(#[source] &'static OpenApiError),
 }
 
 /// The answer of the part a request is for, or why there is none.
@@ -72,10 +76,12 @@ pub(super) async fn route(
     if let Some(answer) = discovery::answer(sim, &path) {
         return Ok(answer);
     }
-    if path.starts_with("/openapi/") || path == "/swagger.json" {
-        return Err(RouteError::NotSimulated(format!(
-            "OpenAPI documents ({path}); kubectl create and apply need --validate=false against it, and kubectl explain a real cluster"
-        )));
+    let accept_text = req
+        .headers()
+        .get(header::ACCEPT)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    if let Some(answer) = openapi::answer(&path, accept_text.as_deref()) {
+        return answer.map_err(RouteError::OpenApi);
     }
     let rp = ResourcePath::parse(&path).ok_or(RouteError::NotAResourcePath(path))?;
     let Some(t) = sim.type_of(&rp.group, &rp.version, &rp.resource).cloned() else {
@@ -103,22 +109,14 @@ pub(super) async fn route(
         _ => n.clone(),
     });
     if req.method() == Method::GET {
-        let text = req
-            .headers()
-            .get(header::ACCEPT)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let accept = Accept::new(text.as_deref());
+        let accept = Accept::new(accept_text.as_deref());
         let (ns, key, query) = (ns.as_deref(), key.as_deref(), query.as_deref());
         return reads::read(sim, &accept, &t, &rp, ns, key, query)
             .await
             .map_err(|error| RouteError::Read { error, accept });
     }
     if req.method() == Method::DELETE && key.is_none() {
-        let text = req
-            .headers()
-            .get(header::ACCEPT)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        let accept = Accept::new(text.as_deref());
+        let accept = Accept::new(accept_text.as_deref());
         return reads::delete_collection(sim, &t, ns.as_deref(), query.as_deref())
             .map_err(|error| RouteError::Read { error, accept });
     }
