@@ -427,7 +427,12 @@ impl Decoder<'_> {
                 for o in occ {
                     match (o, is_number(f.ty)) {
                         (Occ::Len(b), true) => self.packed(f, b, &mut items)?,
-                        _ => items.push(self.value(f.json, f.ty, std::slice::from_ref(o), depth + 1)?),
+                        _ => items.push(self.value(
+                            f.json,
+                            f.ty,
+                            std::slice::from_ref(o),
+                            depth + 1,
+                        )?),
                     }
                 }
                 Ok(Some(Value::Array(items)))
@@ -501,9 +506,7 @@ impl Decoder<'_> {
             Type::Bool | Type::Union(Union::OrBool, _) => Value::Bool(false),
             Type::Quantity => Value::String("0".into()),
             Type::IntOrString => Value::from(0),
-            Type::Message(m) => {
-                Value::Object(self.object(&self.schema.messages[m], &[], depth)?)
-            }
+            Type::Message(m) => Value::Object(self.object(&self.schema.messages[m], &[], depth)?),
             Type::Bytes
             | Type::Time
             | Type::MicroTime
@@ -523,12 +526,8 @@ impl Decoder<'_> {
             (Type::Int, Occ::Varint(v)) => Value::from(v as i64),
             (Type::Uint, Occ::Varint(v)) => Value::from(v),
             (Type::Bool, Occ::Varint(v)) => Value::Bool(v != 0),
-            (Type::Double, Occ::Fixed64(bits)) => go_float(f64::from_bits(bits)).ok_or_else(|| {
-                bad(format!(
-                    "json: unsupported value: {}",
-                    f64::from_bits(bits)
-                ))
-            })?,
+            (Type::Double, Occ::Fixed64(bits)) => go_float(f64::from_bits(bits))
+                .ok_or_else(|| bad(format!("json: unsupported value: {}", f64::from_bits(bits))))?,
             (Type::String, _) => Value::String(go_string(bytes())),
             (Type::Bytes, _) => {
                 Value::String(base64::engine::general_purpose::STANDARD.encode(bytes()))
@@ -542,11 +541,9 @@ impl Decoder<'_> {
                 match last_len(&s) {
                     None => Value::String("0".into()),
                     Some([]) => {
-                        return Err(bad(
-                            "quantities must match the regular expression \
+                        return Err(bad("quantities must match the regular expression \
                              '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-                                .into(),
-                        ))
+                            .into()))
                     }
                     Some(s) => Value::String(go_string(s)),
                 }
@@ -740,7 +737,8 @@ mod tests {
 
     #[test]
     fn keys_come_in_declaration_order_and_omitempty_is_the_json_tags() {
-        let json = r#"{"type":"Opaque","data":{"k":"dg=="},"immutable":false,"metadata":{"name":"s"}}"#;
+        let json =
+            r#"{"type":"Opaque","data":{"k":"dg=="},"immutable":false,"metadata":{"name":"s"}}"#;
         assert_eq!(
             round_trip("v1", "Secret", json),
             r#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"s","creationTimestamp":null},"immutable":false,"data":{"k":"dg=="},"type":"Opaque"}"#
@@ -798,7 +796,10 @@ mod tests {
 
     #[test]
     fn a_length_past_the_end_is_an_error_not_a_panic() {
-        assert_eq!(configmap(b"\x0a\x05\x0a\x01a"), Err(DecodeError::UnexpectedEof));
+        assert_eq!(
+            configmap(b"\x0a\x05\x0a\x01a"),
+            Err(DecodeError::UnexpectedEof)
+        );
         // A length no buffer has: read, compared, never allocated.
         let mut huge = b"\x0a".to_vec();
         prost::encoding::encode_varint(1 << 62, &mut huge);
@@ -821,11 +822,17 @@ mod tests {
     fn a_wrong_wire_type_is_an_error_naming_the_field() {
         // metadata (1) as a varint, as the apiserver words it.
         let e = configmap(b"\x08\x01").unwrap_err();
-        assert_eq!(e.to_string(), "proto: wrong wireType = 0 for field metadata");
+        assert_eq!(
+            e.to_string(),
+            "proto: wrong wireType = 0 for field metadata"
+        );
         // immutable (4), a bool, as bytes; an int-or-string's type as bytes.
         assert!(matches!(
             configmap(b"\x22\x00"),
-            Err(DecodeError::WrongWireType { field: "immutable", wire: 2 })
+            Err(DecodeError::WrongWireType {
+                field: "immutable",
+                wire: 2
+            })
         ));
         assert!(configmap(b"\x0f").is_err(), "wire type 7");
         assert_eq!(
@@ -837,8 +844,14 @@ mod tests {
             Err(DecodeError::IllegalTag { number: 0, .. })
         ));
         // An end of group with no group open, among unknown fields.
-        assert_eq!(configmap(b"\xac\x06"), Err(DecodeError::EndGroup("api/core/v1.ConfigMap")));
-        assert_eq!(configmap(b"\xab\x06\xac\x06\xac\x06"), Err(DecodeError::EndGroup("api/core/v1.ConfigMap")));
+        assert_eq!(
+            configmap(b"\xac\x06"),
+            Err(DecodeError::EndGroup("api/core/v1.ConfigMap"))
+        );
+        assert_eq!(
+            configmap(b"\xab\x06\xac\x06\xac\x06"),
+            Err(DecodeError::EndGroup("api/core/v1.ConfigMap"))
+        );
         assert_eq!(configmap(b"\xab\x06\x08"), Err(DecodeError::UnexpectedEof));
     }
 
@@ -847,12 +860,21 @@ mod tests {
         assert_eq!(decode_object(b""), Err(DecodeError::Empty));
         assert_eq!(decode_object(b"{\"kind\":1}"), Err(DecodeError::NoMagic));
         assert_eq!(decode_object(b"k8s\0"), Err(DecodeError::EmptyBody));
-        assert_eq!(decode_object(b"k8s\0\x0a\x0f"), Err(DecodeError::UnexpectedEof));
+        assert_eq!(
+            decode_object(b"k8s\0\x0a\x0f"),
+            Err(DecodeError::UnexpectedEof)
+        );
         let e = decode_object(&body("v1", "Nopes", b"")).unwrap_err();
-        assert_eq!(e.to_string(), r#"no kind "Nopes" is registered for version "v1""#);
+        assert_eq!(
+            e.to_string(),
+            r#"no kind "Nopes" is registered for version "v1""#
+        );
         let b = body("apps/v1", "Deployment", b"\x0a\x00");
         let e = envelope(&b).unwrap();
-        assert_eq!((e.api_version.as_str(), e.kind.as_str(), e.raw), ("apps/v1", "Deployment", &b"\x0a\x00"[..]));
+        assert_eq!(
+            (e.api_version.as_str(), e.kind.as_str(), e.raw),
+            ("apps/v1", "Deployment", &b"\x0a\x00"[..])
+        );
     }
 
     #[test]
@@ -905,7 +927,10 @@ mod tests {
             wire::varint_field(&mut t, 2, nanos as u64);
             t
         };
-        assert_eq!(created(&ts(1_582_977_601, 5)).unwrap(), "2020-02-29T12:00:01Z");
+        assert_eq!(
+            created(&ts(1_582_977_601, 5)).unwrap(),
+            "2020-02-29T12:00:01Z"
+        );
         assert_eq!(created(b"").unwrap(), Value::Null);
         assert_eq!(created(&ts(GO_ZERO_TIME, 0)).unwrap(), Value::Null);
         assert_eq!(created(&ts(0, 0)).unwrap(), "1970-01-01T00:00:00Z");
@@ -944,8 +969,14 @@ mod tests {
             decode_object(&body("v1", "Pod", &m))
                 .map(|v| v["spec"]["securityContext"]["supplementalGroups"].clone())
         };
-        assert_eq!(groups(b"\x20\x07\x20\x08").unwrap(), serde_json::json!([7, 8]));
-        assert_eq!(groups(b"\x22\x02\x07\x08").unwrap(), serde_json::json!([7, 8]));
+        assert_eq!(
+            groups(b"\x20\x07\x20\x08").unwrap(),
+            serde_json::json!([7, 8])
+        );
+        assert_eq!(
+            groups(b"\x22\x02\x07\x08").unwrap(),
+            serde_json::json!([7, 8])
+        );
         assert_eq!(groups(b"\x22\x02\x07\x88"), Err(DecodeError::UnexpectedEof));
     }
 
@@ -956,7 +987,10 @@ mod tests {
             "Deployment",
             r#"{"metadata":{"name":"d"},"spec":{"strategy":{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":-1}}}}"#,
         );
-        assert!(d.contains(r#""rollingUpdate":{"maxUnavailable":-1,"maxSurge":"25%"}"#), "{d}");
+        assert!(
+            d.contains(r#""rollingUpdate":{"maxUnavailable":-1,"maxSurge":"25%"}"#),
+            "{d}"
+        );
         let q = round_trip(
             "v1",
             "ResourceQuota",
@@ -968,7 +1002,10 @@ mod tests {
             "ControllerRevision",
             r#"{"metadata":{"name":"r"},"data":{"spec":{"a":[1,"b"]}},"revision":3}"#,
         );
-        assert!(r.ends_with(r#""data":{"spec":{"a":[1,"b"]}},"revision":3}"#), "{r}");
+        assert!(
+            r.ends_with(r#""data":{"spec":{"a":[1,"b"]}},"revision":3}"#),
+            "{r}"
+        );
         // An impossible int-or-string type, raw bytes that are no JSON.
         let mut strategy = Vec::new();
         wire::len_field(&mut strategy, 2, b"\x0a\x02\x08\x07");

@@ -337,7 +337,10 @@ mod tests {
             .collect();
         assert_eq!(order, [1, 5, 2, 4, 3]);
         let volume = s.message("api/core/v1.Volume").unwrap();
-        assert!(!volume.fields[0].omitempty, "a volume's name is always written");
+        assert!(
+            !volume.fields[0].omitempty,
+            "a volume's name is always written"
+        );
         assert!(secret.fields.iter().all(|f| f.omitempty));
     }
 }
