@@ -121,8 +121,12 @@ pub struct Schema {
 #[derive(serde::Deserialize)]
 struct Raw {
     kinds: HashMap<String, String>,
-    messages: HashMap<String, Vec<(String, u32, String, String, bool)>>,
+    messages: HashMap<String, Vec<RawField>>,
 }
+
+/// A field as `schema.json` lists it: JSON key, number, cardinality, type,
+/// omitempty.
+type RawField = (String, u32, String, String, bool);
 
 impl Schema {
     /// The schema of the v1.20 API, parsed on first use.
