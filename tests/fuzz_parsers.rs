@@ -455,6 +455,105 @@ proptest! {
     }
 }
 
+/// A decoded protobuf message, if it decodes: transcoded back, it decodes
+/// to the same JSON.
+fn decodes_and_transcodes_back(api_version: &str, kind: &str, message: &[u8]) {
+    use kubecache::encode::protobuf::{decode_message, object_message};
+    let Ok(obj) = decode_message(api_version, kind, message) else {
+        return;
+    };
+    let mut fields = obj.clone();
+    let o = fields.as_object_mut().unwrap();
+    o.shift_remove("kind");
+    o.shift_remove("apiVersion");
+    let json = serde_json::to_vec(&fields).unwrap();
+    let m = object_message(api_version, kind, &json)
+        .unwrap_or_else(|e| panic!("{kind}: {obj} does not transcode: {e}"));
+    // A pointer to a zero time is written null, which reads back as no
+    // pointer: so in Go too. Nulls aside, the same (floats in raw JSON to
+    // 12 digits: serde_json's parse of them is not exact).
+    let again = decode_message(api_version, kind, &m).unwrap();
+    assert_eq!(without_nulls(again), without_nulls(obj), "{kind}");
+}
+
+/// `v` without the object members that are null, its fractional
+/// numbers to 12 digits.
+fn without_nulls(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => Value::from(format!("{:.12e}", n.as_f64().unwrap())),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(without_nulls).collect()),
+        v => v,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases(500)))]
+
+    #[test]
+    fn protobuf_bodies_decode_or_are_refused_without_panicking(
+        obj in object_like(),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        cut in any::<usize>(),
+        raw in proptest::collection::vec(any::<u8>(), 0..128),
+    ) {
+        use kubecache::encode::protobuf::{decode_object, envelope, object_message};
+        let text = serde_json::to_vec(&obj).unwrap();
+        for (v, k) in PROTOBUF_KINDS {
+            // A message the transcoder wrote (of an empty object if the
+            // kind refuses this one), bytes flipped and maybe cut short.
+            let mut m = object_message(v, k, &text)
+                .or_else(|_| object_message(v, k, b"{}"))
+                .unwrap();
+            for (i, b) in &flips {
+                let n = m.len();
+                if n > 0 {
+                    m[i % n] ^= b;
+                }
+            }
+            if cut % 4 == 0 && !m.is_empty() {
+                m.truncate(cut % m.len());
+            }
+            decodes_and_transcodes_back(v, k, &m);
+            decodes_and_transcodes_back(v, k, &raw);
+            let _ = decode_object(&envelope(v, k, &m));
+            let _ = decode_object(&raw);
+        }
+    }
+}
+
+#[test]
+fn deeply_nested_protobuf_is_refused_by_the_decoder_without_exhausting_the_stack() {
+    use kubecache::encode::protobuf::{decode_message, DecodeError};
+    // A CRD schema's `not` (28) in `not`, 5,000 deep, in a CRD's first
+    // version's schema.
+    let mut props = Vec::new();
+    for _ in 0..5_000 {
+        let mut outer = Vec::with_capacity(props.len() + 8);
+        prost::encoding::encode_key(28, prost::encoding::WireType::LengthDelimited, &mut outer);
+        prost::encoding::encode_varint(props.len() as u64, &mut outer);
+        outer.extend_from_slice(&props);
+        props = outer;
+    }
+    let field = |n: u32, b: &[u8]| {
+        let mut out = Vec::new();
+        prost::encoding::encode_key(n, prost::encoding::WireType::LengthDelimited, &mut out);
+        prost::encoding::encode_varint(b.len() as u64, &mut out);
+        out.extend_from_slice(b);
+        out
+    };
+    // CRD{spec = 2{versions = 7{schema = 4{openAPIV3Schema = 1}}}}.
+    let crd = field(2, &field(7, &field(4, &field(1, &props))));
+    let e = decode_message("apiextensions.k8s.io/v1", "CustomResourceDefinition", &crd);
+    assert_eq!(e, Err(DecodeError::TooDeep));
+}
+
 #[test]
 fn deeply_nested_objects_are_refused_by_the_transcoder_without_exhausting_the_stack() {
     use kubecache::encode::protobuf::object_message;

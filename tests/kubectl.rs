@@ -71,15 +71,25 @@ async fn everyday_kubectl_against_the_simulator_finds_short_names_and_categories
         // Validated against the simulator's OpenAPI document.
         let (ok, _, err) = kubectl(&kc, &["create", "-f", "-"], Some(cm));
         assert!(ok, "{err}");
-        // kubectl writes protobuf, which the simulator does not read: it
-        // says so, by name.
+        // kubectl writes typed objects as protobuf, which the simulator
+        // reads: they are created, and read back with what was written.
         for args in [
             vec!["create", "configmap", "dc-y", "-n", "default", "--from-literal=a=b"],
             vec!["create", "namespace", "dc-ns"],
+            vec!["create", "secret", "generic", "dc-s", "-n", "default", "--from-literal=k=v"],
+            vec!["create", "deployment", "dc-d", "-n", "default", "--image=nginx"],
         ] {
             let (ok, _, err) = kubectl(&kc, &args, None);
-            assert!(!ok && err.contains("kubecache simulator reads JSON request bodies only"), "{args:?}: {err}");
+            assert!(ok, "{args:?}: {err}");
         }
+        let get = |args: &[&str]| names(&[&["get"], args].concat());
+        assert_eq!(get(&["cm", "dc-y", "-n", "default", "-o", "jsonpath={.data.a}"]), "b");
+        assert_eq!(get(&["ns", "dc-ns", "-o", "name"]).trim(), "namespace/dc-ns");
+        assert_eq!(get(&["secret", "dc-s", "-n", "default", "-o", "jsonpath={.data.k}"]), "dg==");
+        let image = ["deploy", "dc-d", "-n", "default", "-o", "jsonpath={.spec.template.spec.containers[0].image}"];
+        assert_eq!(get(&image), "nginx");
+        let selector = get(&["deploy", "dc-d", "-n", "default", "-o", "jsonpath={.spec.selector.matchLabels.app}"]);
+        assert_eq!(selector, "dc-d");
         // A pod's log: lines that say the simulator runs no containers.
         let pod = names(&["get", "pods", "-n", "default", "-o", "name"]);
         let pod = pod.lines().next().unwrap();
@@ -93,6 +103,22 @@ async fn everyday_kubectl_against_the_simulator_finds_short_names_and_categories
     }))
     .await
     .unwrap();
+    // A body in neither JSON nor protobuf (YAML, which the apiserver also
+    // reads): the simulator's 415, saying so by name.
+    let r = send_bytes(
+        http::Method::POST,
+        &format!("{}/api/v1/namespaces/default/configmaps", p.url),
+        Some("application/yaml"),
+        bytes::Bytes::from_static(b"metadata: {name: dc-yaml}"),
+    )
+    .await;
+    assert_eq!(r.status, 415, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("kubecache simulator reads JSON and protobuf request bodies only"),
+        "{}",
+        r.text()
+    );
 }
 
 /// `kubectl explain` prints v1.20's descriptions from the simulator's

@@ -760,6 +760,7 @@ fn demo_guide(sim: SocketAddr, listen: SocketAddr) {
          \x20 {k} get pods -n default -o wide --watch --request-timeout=5s\n\
          \x20 curl -s 'http://{listen}/api/v1/pods?resourceVersion=0' | head -c 300\n\
          forwarded to the simulator:\n\
+         \x20 {k} create configmap demo -n default --from-literal=greeting=hello\n\
          \x20 {k} label pods -n default --all demo=yes --overwrite\n\
          \x20 {k} logs -n team-02 deploy/web --tail=1\n\
          \x20 {k} explain deployment.spec.replicas\n\

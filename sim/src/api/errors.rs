@@ -105,14 +105,16 @@ impl From<&WriteRequestError> for Status {
         match e {
             WriteRequestError::Body(_)
             | WriteRequestError::UnknownFormat(_)
+            | WriteRequestError::Undecodable { .. }
+            | WriteRequestError::Unrecognized { .. }
             | WriteRequestError::MetadataNotAnObject => Status::bad_request(e.to_string()),
             // The apiserver's 415 for a body its serializers cannot read,
             // with the reason being the simulator's.
-            WriteRequestError::NotJson(_) => Status::new(
+            WriteRequestError::UnreadableMedia(_) => Status::new(
                 415,
                 "UnsupportedMediaType",
                 format!(
-                    "{e} (the real apiserver reads protobuf and YAML too; send application/json)"
+                    "{e} (the real apiserver reads YAML too; send application/json or application/vnd.kubernetes.protobuf)"
                 ),
             ),
             // go-restful's, with the empty details of its generic response.
@@ -197,7 +199,8 @@ mod tests {
     use crate::faults::FaultCommand;
     use http::Method;
     use http_body_util::BodyExt;
-    use kubecache::encode::codec::DecodeError;
+    use kubecache::encode::codec::DecodeError as CodecDecodeError;
+    use kubecache::encode::protobuf::DecodeError;
     use kubecache::request::accept::Accept;
     use kubecache::request::options::OptionsError;
     use kubecache::resource::GroupVersionResource;
@@ -417,7 +420,7 @@ mod tests {
             },
             WriteError::Stored(json_error()),
             WriteError::Unwritable(json_error()),
-            WriteError::Undecodable(DecodeError::NoName),
+            WriteError::Undecodable(CodecDecodeError::NoName),
             WriteError::Store(StoreError::NotNewer { got: 1, have: 2 }),
         ] {
             let words = e.to_string();
@@ -432,13 +435,43 @@ mod tests {
         assert!(s
             .message
             .starts_with("the body of the request was in an unknown format: "));
-        let s = Status::from(&WriteRequestError::NotJson(
-            "application/vnd.kubernetes.protobuf".into(),
+        let s = Status::from(&WriteRequestError::UnreadableMedia(
+            "application/yaml".into(),
         ));
         assert_eq!((s.code, s.reason), (415, "UnsupportedMediaType"));
         assert!(s.message.starts_with(
-            "the kubecache simulator reads JSON request bodies only, not \"application/vnd.kubernetes.protobuf\""
+            "the kubecache simulator reads JSON and protobuf request bodies only, not \"application/yaml\""
         ));
+        // A protobuf body that does not decode: the apiserver's 400s, in
+        // its words (compared by hand with v1.20's answers).
+        let s = Status::from(&WriteRequestError::Undecodable {
+            kind: "ConfigMap".into(),
+            version: "v1".into(),
+            into: "ConfigMap".into(),
+            error: DecodeError::UnexpectedEof,
+        });
+        assert_eq!(
+            answer(s),
+            (
+                400,
+                "BadRequest",
+                "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: unexpected EOF"
+                    .into()
+            )
+        );
+        let s = Status::from(&WriteRequestError::Unrecognized {
+            into: "ConfigMap".into(),
+            error: DecodeError::NoMagic,
+            summary: "67617262616765".into(),
+        });
+        assert_eq!(
+            answer(s),
+            (
+                400,
+                "BadRequest",
+                "the object provided is unrecognized (must be of type ConfigMap): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] (67617262616765)".into()
+            )
+        );
         let s = Status::from(&WriteRequestError::MetadataNotAnObject);
         assert_eq!(
             answer(s),

@@ -4,8 +4,10 @@
 //! [`schema`]) and kept on its entry; bodies are that message in the
 //! envelope the apiserver's protobuf serializer writes: `k8s\0` and a
 //! `runtime.Unknown` naming the kind. Lists splice the kept messages, as
-//! JSON lists splice the kept JSON.
+//! JSON lists splice the kept JSON. Bodies clients write in protobuf are
+//! read back into JSON by [`decode`].
 
+pub mod decode;
 pub mod schema;
 pub mod transcode;
 mod wire;
@@ -14,6 +16,7 @@ use super::list_meta::ListMeta;
 use super::recycle::{self, NoMemory};
 use bytes::Bytes;
 
+pub use decode::{decode_message, decode_object, DecodeError};
 pub use schema::{Message, Schema};
 pub use transcode::TranscodeError;
 

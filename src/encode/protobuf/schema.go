@@ -2,9 +2,11 @@
 // by reflection off the Go types a v1.20 kube-apiserver serves. Run by
 // schema.sh, which builds it inside the real apiserver's source tree.
 //
-// Each message is its struct's fields that have a protobuf tag, as
-// [json name ("" when inlined), field number, cardinality, type], and
-// the JSON keys of untagged fields (TypeMeta's) as [key, 0, "-", ""]:
+// Each message is its struct's fields that have a protobuf tag, in the
+// struct's declaration order (the order Go's encoding/json writes them
+// in), as [json name ("" when inlined), field number, cardinality, type,
+// omitempty], and the JSON keys of untagged fields (TypeMeta's) as
+// [key, 0, "-", "", false]:
 //   - cardinality "1": always written, as gogo writes a non-pointer field;
 //     "?": a pointer or byte slice, written when present and not null;
 //     "*": repeated; "map": a map with string keys, written sorted.
@@ -14,6 +16,8 @@
 //     orarray:<m>, orbool:<m>, orstrings:<m> (a CRD schema's
 //     JSONSchemaPropsOr{Array,Bool,StringArray} unions of the message m),
 //     unsupported:<name>, or another message's name.
+//   - omitempty: whether the json tag says omitempty (Go's JSON then leaves
+//     out a false, 0, "", nil pointer, or empty slice or map).
 package main
 
 import (
@@ -21,7 +25,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -116,7 +119,7 @@ func walk(t reflect.Type) {
 		if tag == "" || tag == "-" {
 			// In the JSON but not in the message: TypeMeta's keys.
 			for _, k := range jsonKeys(f) {
-				fields = append(fields, field{k, 0, "-", ""})
+				fields = append(fields, field{k, 0, "-", "", false})
 			}
 			continue
 		}
@@ -125,7 +128,12 @@ func walk(t reflect.Type) {
 		if err != nil {
 			panic(fmt.Sprintf("%s.%s: %q", n, f.Name, tag))
 		}
-		j := strings.Split(f.Tag.Get("json"), ",")[0]
+		jsonTag := strings.Split(f.Tag.Get("json"), ",")
+		j := jsonTag[0]
+		omitempty := false
+		for _, o := range jsonTag[1:] {
+			omitempty = omitempty || o == "omitempty"
+		}
 		if j == "-" {
 			panic(fmt.Sprintf("%s.%s has no JSON", n, f.Name))
 		}
@@ -144,9 +152,8 @@ func walk(t reflect.Type) {
 		case ft.Kind() == reflect.Slice && special[fullName(ft)] == "":
 			card, ft = "*", ft.Elem()
 		}
-		fields = append(fields, field{j, num, card, typeOf(ft)})
+		fields = append(fields, field{j, num, card, typeOf(ft), omitempty})
 	}
-	sort.Slice(fields, func(a, b int) bool { return fields[a][1].(int) < fields[b][1].(int) })
 	messages[n] = fields
 }
 

@@ -1,8 +1,9 @@
 //! The protobuf messages of the v1.20 API's Go types: which JSON key is
 //! which field, and when gogo-protobuf writes a field at all. Read once
 //! from `schema.json`, which `schema.sh` dumps off the Go types by
-//! reflection (their `protobuf` and `json` tags, and whether each field is
-//! a pointer).
+//! reflection (their `protobuf` and `json` tags, whether each field is a
+//! pointer, and the order they are declared in, which is the order Go's
+//! JSON writes them in).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -78,6 +79,9 @@ pub struct Field {
     pub number: u32,
     pub card: Card,
     pub ty: Type,
+    /// Whether its json tag says `omitempty`: Go's JSON leaves the field
+    /// out when it is false, 0, "", a nil pointer or an empty slice or map.
+    pub omitempty: bool,
 }
 
 /// Where a JSON key of a message goes.
@@ -95,6 +99,9 @@ pub struct Message {
     pub name: &'static str,
     /// In field number order, the order gogo writes them in.
     pub fields: Vec<Field>,
+    /// Indices of `fields` in the Go struct's declaration order, the order
+    /// its JSON keys come in.
+    pub json_order: Vec<u16>,
     routes: HashMap<&'static str, Route>,
 }
 
@@ -114,8 +121,12 @@ pub struct Schema {
 #[derive(serde::Deserialize)]
 struct Raw {
     kinds: HashMap<String, String>,
-    messages: HashMap<String, Vec<(String, u32, String, String)>>,
+    messages: HashMap<String, Vec<RawField>>,
 }
+
+/// A field as `schema.json` lists it: JSON key, number, cardinality, type,
+/// omitempty.
+type RawField = (String, u32, String, String, bool);
 
 impl Schema {
     /// The schema of the v1.20 API, parsed on first use.
@@ -153,7 +164,9 @@ impl Schema {
         for name in &names {
             let mut fields = Vec::new();
             let mut skip = Vec::new();
-            for (json, number, card, ty) in &raw.messages[*name] {
+            // In declaration order: kept beside each field as it is sorted.
+            let mut declared = Vec::new();
+            for (json, number, card, ty, omitempty) in &raw.messages[*name] {
                 if *number == 0 {
                     skip.push(leak(json.clone()));
                     continue;
@@ -199,17 +212,24 @@ impl Schema {
                         }
                     }
                 };
+                declared.push(*number);
                 fields.push(Field {
                     json: leak(json.clone()),
                     number: *number,
                     card,
                     ty,
+                    omitempty: *omitempty,
                 });
             }
             fields.sort_by_key(|f| f.number);
+            let json_order = declared
+                .iter()
+                .map(|n| fields.iter().position(|f| f.number == *n).unwrap_or(0) as u16)
+                .collect();
             messages.push(Message {
                 name: leak((*name).clone()),
                 fields,
+                json_order,
                 routes: HashMap::new(),
             });
             skips.push(skip);
@@ -306,5 +326,25 @@ mod tests {
         };
         assert_eq!(s.messages[source].fields[path[1] as usize].number, 19);
         assert_eq!(volume.route("name"), Some(&Route::Field(vec![0])));
+    }
+
+    #[test]
+    fn fields_know_their_omitempty_and_their_declaration_order() {
+        let s = Schema::v1_20();
+        let secret = s.kind("v1", "Secret").unwrap();
+        // Secret declares metadata, immutable (5), data (2), stringData
+        // (4), type (3): its JSON keys come in that order.
+        let order: Vec<u32> = secret
+            .json_order
+            .iter()
+            .map(|&i| secret.fields[i as usize].number)
+            .collect();
+        assert_eq!(order, [1, 5, 2, 4, 3]);
+        let volume = s.message("api/core/v1.Volume").unwrap();
+        assert!(
+            !volume.fields[0].omitempty,
+            "a volume's name is always written"
+        );
+        assert!(secret.fields.iter().all(|f| f.omitempty));
     }
 }

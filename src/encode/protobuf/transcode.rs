@@ -456,6 +456,7 @@ impl<'de> Visitor<'de> for UnionSeed<'_> {
             number: 2,
             card: Card::Repeated,
             ty,
+            omitempty: false,
         };
         let mut m = Vec::new();
         let seed = FieldSeed {
