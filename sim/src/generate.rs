@@ -539,7 +539,7 @@ mod tests {
         let node = g.node(2);
         let cm = g.configmap("team-a", 1);
         let d = g.deployment("team-a", "web");
-        let pod = g.pod("team-a", 4, 3);
+        let pod = g.pod("team-a", "cache", 4, 3);
         let objects = [
             ("Namespace", ns.clone()),
             ("Namespace", namespace_as_created(&ns)),
