@@ -97,6 +97,8 @@ pub struct FileConfig {
     pub authorization_cache_unauthorized_ttl: Option<String>,
     /// authorize: at most this many token reviews, and as many decisions.
     pub review_cache_entries: Option<u64>,
+    /// authorize: token reviews asked upstream at once, at most.
+    pub max_token_reviews_in_flight: Option<usize>,
     /// Requests (watches aside) one user may have open at once (429 over).
     pub max_requests_per_user: Option<usize>,
     /// Watches one user may have open at once (429 over).
@@ -465,6 +467,12 @@ impl FileConfig {
                 d.denied_ttl,
             )?,
             max_entries: self.review_cache_entries.unwrap_or(d.max_entries),
+            max_token_reviews_in_flight: match self.max_token_reviews_in_flight {
+                Some(0) => {
+                    return invalid("--max-token-reviews-in-flight must be at least 1".into())
+                }
+                n => n.unwrap_or(d.max_token_reviews_in_flight),
+            },
         };
         let auth = AuthConfig {
             mode,
@@ -725,7 +733,8 @@ mod tests {
         let tuned = serve(
             "authMode: authorize\nanonymousAuth: false\nauthenticationTokenAudiences: [kubecache]\n\
              authenticationTokenCacheTtl: 10s\nauthorizationCacheAuthorizedTtl: 1m30s\n\
-             authorizationCacheUnauthorizedTtl: 500ms\nreviewCacheEntries: 7\n",
+             authorizationCacheUnauthorizedTtl: 500ms\nreviewCacheEntries: 7\n\
+             maxTokenReviewsInFlight: 3\n",
         )
         .unwrap();
         assert!(!tuned.anonymous);
@@ -734,6 +743,9 @@ mod tests {
         assert_eq!(tuned.access.allowed_ttl, Duration::from_secs(90));
         assert_eq!(tuned.access.denied_ttl, Duration::from_millis(500));
         assert_eq!(tuned.access.max_entries, 7);
+        assert_eq!(tuned.access.max_token_reviews_in_flight, 3);
+        let e = serve("authMode: authorize\nmaxTokenReviewsInFlight: 0\n").unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
         let e = serve("authMode: authorize\nauthorizationCacheAuthorizedTtl: 5\n").unwrap_err();
         assert!(e.contains("is not a duration"), "{e}");
     }

@@ -176,6 +176,10 @@ pub fn describe() {
         "Counter of token reviews asked of the upstream, by status."
     );
     describe_counter!(
+        "kubecache_token_reviews_refused_total",
+        "Tokens refused unreviewed (429) because --max-token-reviews-in-flight reviews were being asked."
+    );
+    describe_counter!(
         "kubecache_authorization_cache_requests_total",
         "Counter of access review cache lookups, by status (hit, miss)."
     );
@@ -545,6 +549,11 @@ pub fn review_cache(review: &'static str, asked: bool, ok: bool) {
             .increment(1);
         }
     }
+}
+
+/// A token refused unreviewed: every token review permit stayed taken.
+pub fn token_review_refused_busy() {
+    counter!("kubecache_token_reviews_refused_total").increment(1);
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ mod common;
 use common::within;
 use http::{Response, StatusCode};
 use http_body_util::BodyExt;
-use kubecache::access::{Access, AccessConfig, Attributes};
+use kubecache::access::{Access, AccessConfig, AccessError, Attributes};
 use kubecache::request::UserInfo;
 use kubecache::upstream::{Upstream, UpstreamConfig};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -24,6 +24,8 @@ struct FakeReviews {
     access_reviews: AtomicUsize,
     /// Answer 500 to everything.
     failing: AtomicBool,
+    /// Take 2.5 s over each answer instead of 100 ms.
+    slow: AtomicBool,
 }
 
 impl FakeReviews {
@@ -51,7 +53,12 @@ impl FakeReviews {
         let path = req.uri().path().to_string();
         let body: serde_json::Value =
             serde_json::from_slice(&req.into_body().collect().await.unwrap().to_bytes()).unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let delay = if self.slow.load(Ordering::SeqCst) {
+            2500
+        } else {
+            100
+        };
+        tokio::time::sleep(Duration::from_millis(delay)).await;
         let status = if path.ends_with("/tokenreviews") {
             self.token_reviews.fetch_add(1, Ordering::SeqCst);
             if body["spec"]["token"] == "good" {
@@ -84,6 +91,51 @@ async fn access(config: AccessConfig) -> (Arc<FakeReviews>, Arc<Access>) {
     let url = fake.start().await;
     let upstream = Upstream::new(&UpstreamConfig::new(&url).unwrap()).unwrap();
     (fake, Arc::new(Access::new(upstream, config)))
+}
+
+/// A client sending a new made-up token with each request cannot have
+/// kubecache ask the upstream more reviews at once than it allows: the
+/// rest wait a second for a permit, then are refused busy, unreviewed and
+/// not kept.
+#[tokio::test]
+async fn made_up_tokens_get_no_more_reviews_at_once_than_allowed_and_the_rest_are_refused_busy() {
+    within(30, async {
+        let (fake, access) = access(AccessConfig {
+            max_token_reviews_in_flight: 2,
+            ..AccessConfig::default()
+        })
+        .await;
+        fake.slow.store(true, Ordering::SeqCst);
+        let asks = (0..20).map(|i| {
+            let access = access.clone();
+            tokio::spawn(async move { access.token_user(&format!("made-up-{i}")).await })
+        });
+        let (mut reviewed, mut busy) = (0, 0);
+        for r in futures::future::join_all(asks).await {
+            match r.unwrap() {
+                Ok(None) => reviewed += 1,
+                Err(e) if matches!(*e, AccessError::Busy(2)) => busy += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!((reviewed, busy), (2, 18));
+        assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 2);
+        // The permits are back: the next token is reviewed; the two kept
+        // answers are reused, the 18 refusals were not kept.
+        fake.slow.store(false, Ordering::SeqCst);
+        assert_eq!(
+            access.token_user("good").await.unwrap().unwrap().name,
+            "alice"
+        );
+        for i in 0..20 {
+            assert_eq!(
+                access.token_user(&format!("made-up-{i}")).await.unwrap(),
+                None
+            );
+        }
+        assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 2 + 1 + 18);
+    })
+    .await
 }
 
 fn pods(verb: &str) -> Attributes {

@@ -399,6 +399,10 @@ struct ServeArgs {
     /// (default 10000).
     #[arg(long, env = "KUBECACHE_REVIEW_CACHE_ENTRIES")]
     review_cache_entries: Option<u64>,
+    /// authorize: token reviews asked of the upstream at once; a token that
+    /// finds none free within a second gets 429 (default 64).
+    #[arg(long, env = "KUBECACHE_MAX_TOKEN_REVIEWS_IN_FLIGHT")]
+    max_token_reviews_in_flight: Option<usize>,
     /// Serve HTTPS (HTTP/2 and HTTP/1.1) with this certificate, PEM (the
     /// server's first, then its chain); reloaded when the file changes.
     #[arg(long, env = "KUBECACHE_TLS_CERT_FILE")]
@@ -503,6 +507,9 @@ impl ServeArgs {
         file.history_window_seconds = self.history_window_seconds.or(file.history_window_seconds);
         file.drain_seconds = self.drain_seconds.or(file.drain_seconds);
         file.review_cache_entries = self.review_cache_entries.or(file.review_cache_entries);
+        file.max_token_reviews_in_flight = self
+            .max_token_reviews_in_flight
+            .or(file.max_token_reviews_in_flight);
         file.snapshot_interval = self.snapshot_interval.or(file.snapshot_interval);
         if self.serve_stale_when_offline {
             file.serve_stale_when_offline = Some(true);

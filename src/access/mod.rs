@@ -13,6 +13,13 @@
 //! hold more than about `max_entries` KiB. Identical reviews asked at once
 //! are asked upstream once (the first asker's, the others wait for it). A
 //! review that fails is not cached. Tokens are kept only as their SHA-256.
+//!
+//! Token reviews are asked before anyone is known, so nothing per user
+//! bounds them: a client sending a new made-up token with each request
+//! would have kubecache ask the upstream a review for each, under
+//! kubecache's own identity. At most `max_token_reviews_in_flight` are
+//! asked at once; a token that finds none free within `TOKEN_REVIEW_WAIT`
+//! is refused as busy (the apiserver's 429), not reviewed.
 
 pub mod attributes;
 pub mod cert;
@@ -43,6 +50,10 @@ pub enum AccessError {
         #[source]
         source: serde_json::Error,
     },
+    /// `max_token_reviews_in_flight` reviews were being asked for the
+    /// whole `TOKEN_REVIEW_WAIT`: this token was not reviewed.
+    #[error("{0} token reviews are being asked already")]
+    Busy(usize),
 }
 
 impl AccessError {
@@ -60,6 +71,7 @@ impl AccessError {
             AccessError::Decode { review, .. } => {
                 format!("{review} failed: the upstream's answer does not decode")
             }
+            AccessError::Busy(_) => "Too many requests, please try again later.".into(),
         }
     }
 }
@@ -76,6 +88,8 @@ pub struct AccessConfig {
     /// At most this many token reviews, and as many decisions, are kept;
     /// one that holds more than a KiB counts once for each KiB.
     pub max_entries: u64,
+    /// Token reviews asked upstream at once, at most.
+    pub max_token_reviews_in_flight: usize,
 }
 
 impl Default for AccessConfig {
@@ -86,9 +100,16 @@ impl Default for AccessConfig {
             allowed_ttl: Duration::from_secs(300),
             denied_ttl: Duration::from_secs(30),
             max_entries: 10_000,
+            max_token_reviews_in_flight: 64,
         }
     }
 }
+
+/// How long a token waits for one of the `max_token_reviews_in_flight`
+/// before it is refused as busy: a burst of new clients waits out the
+/// reviews ahead of it (100 ms each against a nearby apiserver), a flood
+/// of made-up tokens does not queue without end.
+pub const TOKEN_REVIEW_WAIT: Duration = Duration::from_secs(1);
 
 type TokenKey = [u8; 32];
 type DecisionKey = Arc<(UserInfo, Attributes)>;
@@ -148,6 +169,8 @@ pub struct Access {
     config: AccessConfig,
     tokens: moka::future::Cache<TokenKey, Option<UserInfo>>,
     decisions: moka::future::Cache<DecisionKey, Decision>,
+    /// A permit for each token review being asked.
+    token_reviews: tokio::sync::Semaphore,
 }
 
 impl Access {
@@ -171,6 +194,7 @@ impl Access {
             .build();
         Access {
             upstream,
+            token_reviews: tokio::sync::Semaphore::new(config.max_token_reviews_in_flight.max(1)),
             config,
             tokens,
             decisions,
@@ -189,6 +213,11 @@ impl Access {
             .try_get_with(key, async {
                 asked = true;
                 const REVIEW: &str = "TokenReview";
+                let permit = tokio::time::timeout(TOKEN_REVIEW_WAIT, self.token_reviews.acquire());
+                let Ok(Ok(_permit)) = permit.await else {
+                    crate::metrics::token_review_refused_busy();
+                    return Err(AccessError::Busy(self.config.max_token_reviews_in_flight));
+                };
                 let body = review::token_review(token, &self.config.audiences);
                 let answer = self.post(REVIEW, review::TOKEN_REVIEWS, body).await?;
                 review::token_reviewed(&answer, &self.config.audiences).map_err(|source| {

@@ -106,6 +106,10 @@ pub enum AuthError {
     /// apiserver answers an authenticator's error).
     #[error("reviewing the bearer token")]
     TokenReview(#[source] Arc<AccessError>),
+    /// authorize: every token review permit stayed taken; the token was
+    /// not reviewed (the apiserver's 429 for an overloaded server).
+    #[error("reviewing the bearer token")]
+    ReviewsBusy(#[source] Arc<AccessError>),
     /// authorize: `Impersonate-*` headers refused.
     #[error("impersonating")]
     Impersonate(#[from] ImpersonateError),
@@ -164,6 +168,11 @@ pub async fn authenticate(
             Ok(None) => {
                 metrics::authentication(AuthnResult::Failure);
                 return Err(AuthError::InvalidToken);
+            }
+            // A flood's tokens: counted, not logged one by one.
+            Err(e) if matches!(*e, AccessError::Busy(_)) => {
+                metrics::authentication(AuthnResult::Error);
+                return Err(AuthError::ReviewsBusy(e));
             }
             Err(e) => {
                 metrics::authentication(AuthnResult::Error);

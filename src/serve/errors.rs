@@ -162,6 +162,12 @@ impl From<&AuthError> for Status {
             | AuthError::InvalidToken
             | AuthError::Anonymous
             | AuthError::TokenReview(_) => Status::new(401, "Unauthorized", "Unauthorized"),
+            // Answered as plain text (`too_many_requests_text`).
+            AuthError::ReviewsBusy(_) => {
+                let mut s = Status::new(429, "TooManyRequests", "Too many requests, please try again later.");
+                s.retry_after = Some(1);
+                s
+            }
             AuthError::Forbidden {
                 attributes,
                 user,
@@ -224,7 +230,10 @@ pub fn too_many_requests_text(e: &ServeError) -> Option<&'static str> {
             LimitError::TooManyRequests { .. }
             | LimitError::TooManyWatches { .. }
             | LimitError::BytesInFlight { .. },
-        ) => Some("Too many requests, please try again later."),
+        )
+        | ServeError::Auth(AuthError::ReviewsBusy(_)) => {
+            Some("Too many requests, please try again later.")
+        }
         _ => None,
     }
 }
@@ -354,6 +363,17 @@ mod tests {
         });
         assert_eq!(
             too_many_requests_text(&many),
+            Some("Too many requests, please try again later.")
+        );
+        // A token left unreviewed while every review permit was taken: the
+        // overloaded apiserver's 429, never a 401 that would tell the
+        // client its token is bad.
+        let busy =
+            AuthError::ReviewsBusy(std::sync::Arc::new(crate::access::AccessError::Busy(64)));
+        let s = Status::from(&busy);
+        assert_eq!((s.code, s.retry_after), (429, Some(1)));
+        assert_eq!(
+            too_many_requests_text(&ServeError::Auth(busy)),
             Some("Too many requests, please try again later.")
         );
         let big = Status::from(&LimitError::BodyTooLarge { len: 9, limit: 3 });
