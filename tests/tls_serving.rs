@@ -202,3 +202,46 @@ async fn kubectl_reads_through_https_with_the_ca_it_is_given() {
     })
     .await
 }
+
+/// A client that opens a connection to the TLS port and never finishes
+/// its handshake — silent, or stalled halfway through its ClientHello —
+/// holds it for the handshake's 10 s and no longer, while other clients
+/// are served meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_that_never_finishes_is_closed_after_ten_seconds() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    within(60, async {
+        let sim = SimBuilder::new().start().await;
+        let ca = TestCa::new("kubecache test CA");
+        let files = ca.issue_into(&scratch("handshake"));
+        let p = ProxyBuilder::new(&sim.url)
+            .tls(ServingCert::load(&files).unwrap())
+            .start()
+            .await;
+        let addr = p.url.trim_start_matches("https://").to_string();
+        let silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let mut stalled = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        // A TLS record header and the start of a ClientHello, no more.
+        stalled
+            .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01])
+            .await
+            .unwrap();
+        let opened = std::time::Instant::now();
+        let (status, _, _) = get_with(&ca.client(true), &format!("{}/livez", p.url))
+            .await
+            .unwrap();
+        assert_eq!(status, 200, "another client is served meanwhile");
+        for (what, mut conn) in [("silent", silent), ("stalled", stalled)] {
+            let mut buf = [0u8; 64];
+            let read = tokio::time::timeout(Duration::from_secs(30), conn.read(&mut buf)).await;
+            let closed = matches!(read, Ok(Ok(0)) | Ok(Err(_)));
+            assert!(closed, "{what}: {read:?}");
+            let held = opened.elapsed();
+            assert!(
+                held >= Duration::from_secs(9) && held < Duration::from_secs(15),
+                "{what} held for {held:?}"
+            );
+        }
+    })
+    .await;
+}

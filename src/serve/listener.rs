@@ -54,9 +54,9 @@ async fn answer_plain_http(mut stream: tokio::net::TcpStream) {
 
 /// Whether the connection opens with what Go's
 /// `tlsRecordHeaderLooksLikeHTTP` takes for plain HTTP rather than a TLS
-/// record (its first five bytes), waiting for them no longer than a
-/// handshake may take.
-async fn plain_http(stream: &tokio::net::TcpStream) -> bool {
+/// record (its first five bytes), waiting for them no later than the
+/// handshake's `deadline`.
+async fn plain_http(stream: &tokio::net::TcpStream, deadline: tokio::time::Instant) -> bool {
     let mut head = [0u8; 5];
     let peek = async {
         loop {
@@ -70,10 +70,8 @@ async fn plain_http(stream: &tokio::net::TcpStream) -> bool {
             }
         }
     };
-    matches!(
-        tokio::time::timeout(HANDSHAKE_TIMEOUT, peek).await,
-        Ok(true)
-    ) && matches!(&head, b"GET /" | b"HEAD " | b"POST " | b"PUT /" | b"OPTIO")
+    matches!(tokio::time::timeout_at(deadline, peek).await, Ok(true))
+        && matches!(&head, b"GET /" | b"HEAD " | b"POST " | b"PUT /" | b"OPTIO")
 }
 
 /// The certificates a TLS client presented (and the server's verifier
@@ -512,24 +510,26 @@ async fn connection<F, Fut>(
     let (stream, certs) = match serving.tls {
         None => (Stream::Plain(stream), None),
         Some(tls) => {
-            if plain_http(&stream).await {
+            // One deadline for the look at the first bytes and the
+            // handshake: a silent client holds its connection 10 s, not 20.
+            let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+            if plain_http(&stream, deadline).await {
                 // As Go's net/http answers it, and the apiserver with it.
                 answer_plain_http(stream).await;
                 return;
             }
             let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-            let stream =
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%peer, "TLS handshake timed out");
-                        return;
-                    }
-                };
+            let stream = match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
             let certs = stream.get_ref().1.peer_certificates().map(|chain| {
                 PeerCertificates::new(chain.iter().map(|c| c.clone().into_owned()).collect())
             });
