@@ -26,7 +26,7 @@ use kubecache::serve::limits::LimitsConfig;
 use kubecache::serve::tls::ServingCert;
 use kubecache::upstream::UpstreamConfig;
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// kubecache in authorize mode over TLS in front of the RBAC apiserver,
@@ -353,12 +353,60 @@ type Case = (
     Option<serde_json::Value>,
 );
 
+/// kubecache in authorize mode in front of `behind` (another kubecache in
+/// authorize mode), reading it as the admin — whom the one behind reviews
+/// upstream like any client, and who may impersonate the clients known by
+/// their certificates; and the CA its serving certificate chains to.
+async fn kubecache_in_front(
+    r: &RbacApiserver,
+    behind: &Proxy,
+    behind_ca: &Path,
+) -> (Proxy, PathBuf) {
+    let ca = TestCa::new("kubecache front test CA");
+    let dir = std::env::temp_dir().join(format!("kubecache-authz-front-{}", unique_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = ca.issue_into(&dir);
+    let upstream = UpstreamConfig::new(&behind.url)
+        .unwrap()
+        .with_ca_file(behind_ca)
+        .unwrap()
+        .with_token_file(&r.token)
+        .unwrap();
+    let proxy = ProxyBuilder::new(&behind.url)
+        .upstream(upstream)
+        .tls(ServingCert::load(&files).unwrap())
+        .client_ca(&r.certs.join("ca.crt"))
+        .authorize(AccessConfig::default())
+        .start()
+        .await;
+    (proxy, ca.pem_file(&dir))
+}
+
 #[tokio::test]
 async fn every_answer_through_kubecache_is_the_apiservers_for_every_user() {
+    matrix(1).await
+}
+
+/// The same matrix through two kubecaches in authorize mode, one in front
+/// of the other: every client is still served as itself at each hop.
+#[tokio::test]
+async fn every_answer_through_kubecache_is_the_apiservers_for_every_user_through_two_hops() {
+    matrix(2).await
+}
+
+async fn matrix(hops: usize) {
     within(600, async {
         let r = rbac_apiserver();
         let w = make_world(&r).await;
-        let (proxy, proxy_ca) = kubecache(&r, AccessConfig::default()).await;
+        let (behind, behind_ca) = kubecache(&r, AccessConfig::default()).await;
+        let (front, proxy_ca) = match hops {
+            1 => (None, behind_ca.clone()),
+            _ => {
+                let (front, ca) = kubecache_in_front(&r, &behind, &behind_ca).await;
+                (Some(front), ca)
+            }
+        };
+        let proxy = front.as_ref().unwrap_or(&behind);
         // The types cached and synced before the matrix (an admin's reads
         // start them), so that its reads are the cache's to answer.
         let admin = https_client(&proxy_ca, None);
@@ -438,7 +486,7 @@ async fn every_answer_through_kubecache_is_the_apiservers_for_every_user() {
             }
         }
         println!(
-            "authorization matrix: {size} requests, {leaks} leaks, {over_denials} over-denials, {other} other differences ({cached_allowed} allowed cached reads)"
+            "authorization matrix through {hops} kubecache(s): {size} requests, {leaks} leaks, {over_denials} over-denials, {other} other differences ({cached_allowed} allowed cached reads)"
         );
         assert!(
             report.is_empty(),
