@@ -52,10 +52,7 @@ async fn kubecache_with(
     limits: LimitsConfig,
     anonymous: bool,
 ) -> (Proxy, PathBuf) {
-    let ca = TestCa::new("kubecache authorize test CA");
-    let dir = std::env::temp_dir().join(format!("kubecache-authz-{}", unique_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let files = ca.issue_into(&dir);
+    let (cert, ca) = serving_cert("kubecache authorize test CA");
     let upstream = UpstreamConfig::new(&r.url)
         .unwrap()
         .with_ca_file(&r.ca)
@@ -64,15 +61,23 @@ async fn kubecache_with(
         .unwrap();
     let mut proxy = ProxyBuilder::new(&r.url)
         .upstream(upstream)
-        .tls(ServingCert::load(&files).unwrap())
+        .tls(cert)
         .client_ca(&r.certs.join("ca.crt"))
         .authorize(access)
         .limits(limits);
     if !anonymous {
         proxy = proxy.no_anonymous();
     }
-    let proxy = proxy.start().await;
-    (proxy, ca.pem_file(&dir))
+    (proxy.start().await, ca)
+}
+
+/// A serving certificate of a new CA, and that CA's file.
+fn serving_cert(ca_name: &str) -> (std::sync::Arc<ServingCert>, PathBuf) {
+    let ca = TestCa::new(ca_name);
+    let dir = std::env::temp_dir().join(format!("kubecache-authz-{}", unique_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = ca.issue_into(&dir);
+    (ServingCert::load(&files).unwrap(), ca.pem_file(&dir))
 }
 
 const TOKENS: &[(&str, &str)] = &[
@@ -362,10 +367,7 @@ async fn kubecache_in_front(
     behind: &Proxy,
     behind_ca: &Path,
 ) -> (Proxy, PathBuf) {
-    let ca = TestCa::new("kubecache front test CA");
-    let dir = std::env::temp_dir().join(format!("kubecache-authz-front-{}", unique_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let files = ca.issue_into(&dir);
+    let (cert, ca) = serving_cert("kubecache front test CA");
     let upstream = UpstreamConfig::new(&behind.url)
         .unwrap()
         .with_ca_file(behind_ca)
@@ -374,12 +376,12 @@ async fn kubecache_in_front(
         .unwrap();
     let proxy = ProxyBuilder::new(&behind.url)
         .upstream(upstream)
-        .tls(ServingCert::load(&files).unwrap())
+        .tls(cert)
         .client_ca(&r.certs.join("ca.crt"))
         .authorize(AccessConfig::default())
         .start()
         .await;
-    (proxy, ca.pem_file(&dir))
+    (proxy, ca)
 }
 
 #[tokio::test]
