@@ -2,13 +2,14 @@
 //! assembling a list body from cached bytes, paging, selector matching,
 //! decoding an upstream event into a store entry, gzip at three levels,
 //! the pretty layout, Table rows and Table lists, protobuf transcoding and
-//! protobuf lists, continue tokens.
+//! protobuf lists, continue tokens, an edge snapshot written and read.
 //! `cargo bench --bench micro`; figures are recorded in docs/benchmarks.md.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kubecache::cache::bodies::compress;
 use kubecache::cache::bodies::Budget;
 use kubecache::cache::bodies::Pieces;
+use kubecache::cache::snapshot::{Snapshots, TypeState};
 use kubecache::encode::json;
 use kubecache::encode::list_meta::ListMeta;
 use kubecache::encode::pretty;
@@ -260,6 +261,33 @@ fn benches(c: &mut Criterion) {
         b.iter(|| black_box(proto.list(&pods.codec, &meta, &page.items).unwrap()))
     });
     g.finish();
+
+    // An edge kubecache's snapshot of a large type: written whole each
+    // interval it changed in (gzip level 1, fsync, rename), and read back
+    // (checksum checked, every object decoded) when it starts.
+    let mut g = c.benchmark_group("snapshot");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(bytes as u64));
+    let dir = std::env::temp_dir().join(format!("kubecache-bench-snapshot-{}", std::process::id()));
+    let snapshots = Snapshots::open(&dir, "https://bench.invalid").unwrap();
+    let state = TypeState {
+        rt: &pods.rt,
+        codec: &pods.codec,
+        rv: snap.rv,
+        items: &snap.items,
+        bytes,
+    };
+    let written = snapshots.write_type(&state).unwrap();
+    println!("snapshot of 10k pods: {written} bytes on disk for {bytes} bytes of objects");
+    g.bench_function("write the 10k-pod snapshot", |b| {
+        b.iter(|| black_box(snapshots.write_type(&state).unwrap()))
+    });
+    let path = snapshots.type_path(&pods.rt.gvr);
+    g.bench_function("read the 10k-pod snapshot back", |b| {
+        b.iter(|| black_box(snapshots.read_type(&path, |_| Ok(())).unwrap()))
+    });
+    g.finish();
+    let _ = std::fs::remove_dir_all(&dir);
 
     let mut g = c.benchmark_group("continue");
     let token = ContinueToken::after(123_456, &mid).encode();
