@@ -339,5 +339,14 @@ fn main() {
             mb(a),
             mb(k)
         );
+        // What of kubecache's RSS its own gauges account for.
+        let gauge = |name| rt.block_on(metric(&kc.url, name)) as u64;
+        println!(
+            "kubecache's gauges at the end: cached objects {}, kept list bodies {}, idle body buffers {}, bytes in flight {}",
+            mb(gauge("kubecache_cache_bytes")),
+            mb(gauge("kubecache_list_bodies_kept_bytes")),
+            mb(gauge("kubecache_body_buffers_idle_bytes")),
+            mb(gauge("kubecache_bytes_in_flight "))
+        );
     }
 }
