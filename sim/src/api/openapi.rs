@@ -68,7 +68,8 @@ fn pick(accept: &str) -> Option<Encoding> {
                 .find_map(|q| q.parse::<f64>().ok())
                 .unwrap_or(1.0);
             let specificity = u8::from(ty != "*") + u8::from(sub != "*");
-            Some((q, specificity, ty, sub))
+            // goautoneg: a clause of weight 0 accepts nothing.
+            (q > 0.0).then_some((q, specificity, ty, sub))
         })
         .collect();
     clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
@@ -104,6 +105,15 @@ mod tests {
     fn the_heavier_clause_wins_over_the_earlier() {
         let accept = format!("application/json;q=0.5, {PROTOBUF}");
         assert_eq!(pick(&accept), Some(Encoding::Protobuf));
+    }
+
+    #[test]
+    fn a_clause_of_weight_zero_accepts_nothing() {
+        assert_eq!(pick("application/json;q=0"), None);
+        assert_eq!(
+            pick(&format!("application/json;q=0, {PROTOBUF}")),
+            Some(Encoding::Protobuf)
+        );
     }
 
     #[test]
