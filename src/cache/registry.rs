@@ -203,8 +203,8 @@ impl Cache {
                 continue;
             };
             tc.stop_reflector();
-            use crate::reflector::Writer;
-            tc.release();
+            use crate::reflector::{Update, Writer};
+            let _ = tc.apply(Update::Released);
             tracing::info!(resource = %gvr, idle = ?tc.idle_for(), "letting an idle type's cache go");
             crate::metrics::cache_released(&gvr.to_string(), "idle");
         }

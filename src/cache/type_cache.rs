@@ -8,9 +8,9 @@ use super::limits::{CacheLimits, CachedBytes};
 use crate::encode::codec::{Entry, ListStyle, Store, TypeCodec};
 use crate::encode::print::Printer;
 use crate::metrics;
-use crate::reflector::{Condition, Overflow, ReflectorStats, Writer};
+use crate::reflector::{Condition, Overflow, ReflectorStats, Update, Writer};
 use crate::resource::{GroupVersionResource, ResourceType};
-use crate::store::{EventType, HistoryLimits, Resync, StoreError};
+use crate::store::{HistoryLimits, Resync, StoreError};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
@@ -285,55 +285,37 @@ impl Writer for TypeCache {
         TypeCache::codec(self)
     }
 
-    fn replace(&self, codec: TypeCodec, entries: Vec<Arc<Entry>>, rv: u64) {
-        metrics::reflector_list(&self.rt.gvr.to_string(), self.store.limits().capacity);
-        // The codec first: readers of the new state decode and encode it
-        // with the codec that read it.
-        let tell = self.tell_relists && self.codec().style == codec.style;
-        let codec = Arc::new(codec);
-        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = codec.clone();
-        let resource = self.rt.gvr.to_string();
-        if tell {
-            // A deleted object's event carries its last state at the
-            // relist's version, as the upstream's DELETED would.
-            let stamped = |e: &Entry, rv| {
-                crate::encode::json::with_resource_version(&e.item, rv)
-                    .and_then(|item| codec.from_item(item).ok())
-                    .map(Arc::new)
-            };
-            match self.store.resync(entries, rv, stamped) {
-                Resync::Told { events } => {
-                    tracing::debug!(%resource, events, rv, "relist told to watchers as events");
-                    metrics::relist_told(&resource, events);
-                }
-                Resync::Replaced => metrics::relist_replaced(&resource),
+    fn apply(&self, update: Update) -> Result<(), StoreError> {
+        match update {
+            Update::Listed { codec, entries, rv } => self.listed(codec, entries, rv),
+            Update::Event(kind, entry) => {
+                self.store.apply(kind, entry)?;
+                metrics::event_dispatched(&self.rt.gvr.to_string());
+                self.report_size();
+                self.activity.heard_now();
             }
-        } else {
-            self.store.replace(entries, rv);
-            metrics::relist_replaced(&resource);
+            Update::Progress(rv) => {
+                self.store.advance(rv);
+                metrics::cache_resource_version(&self.rt.gvr.to_string(), self.store.rv());
+                self.activity.heard_now();
+            }
+            Update::Proven { epoch, through, rv } => {
+                self.store.advance_proven(epoch, through, rv)?;
+                metrics::cache_resource_version(&self.rt.gvr.to_string(), self.store.rv());
+                self.activity.heard_now();
+            }
+            Update::Released => {
+                self.synced.send_replace(false);
+                // Watchers end; the kept bodies go with the old epoch.
+                self.store.release();
+                self.report_size();
+            }
         }
-        self.report_size();
-        self.activity.heard_now();
-        *self.restored.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        self.synced.send_replace(true);
+        Ok(())
     }
 
     fn restored(&self) -> bool {
         self.restored_at().is_some()
-    }
-
-    fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError> {
-        self.store.apply(kind, entry)?;
-        metrics::event_dispatched(&self.rt.gvr.to_string());
-        self.report_size();
-        self.activity.heard_now();
-        Ok(())
-    }
-
-    fn advance(&self, rv: u64) {
-        self.store.advance(rv);
-        metrics::cache_resource_version(&self.rt.gvr.to_string(), self.store.rv());
-        self.activity.heard_now();
     }
 
     fn stats(&self) -> &ReflectorStats {
@@ -386,12 +368,41 @@ impl Writer for TypeCache {
     fn cached_bytes(&self) -> usize {
         self.store.size().1
     }
+}
 
-    fn release(&self) {
-        self.synced.send_replace(false);
-        // Watchers end; the kept bodies go with the old epoch.
-        self.store.release();
+impl TypeCache {
+    /// A whole list replaces the state (`Update::Listed`).
+    fn listed(&self, codec: TypeCodec, entries: Vec<Arc<Entry>>, rv: u64) {
+        metrics::reflector_list(&self.rt.gvr.to_string(), self.store.limits().capacity);
+        // The codec first: readers of the new state decode and encode it
+        // with the codec that read it.
+        let tell = self.tell_relists && self.codec().style == codec.style;
+        let codec = Arc::new(codec);
+        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = codec.clone();
+        let resource = self.rt.gvr.to_string();
+        if tell {
+            // A deleted object's event carries its last state at the
+            // relist's version, as the upstream's DELETED would.
+            let stamped = |e: &Entry, rv| {
+                crate::encode::json::with_resource_version(&e.item, rv)
+                    .and_then(|item| codec.from_item(item).ok())
+                    .map(Arc::new)
+            };
+            match self.store.resync(entries, rv, stamped) {
+                Resync::Told { events } => {
+                    tracing::debug!(%resource, events, rv, "relist told to watchers as events");
+                    metrics::relist_told(&resource, events);
+                }
+                Resync::Replaced => metrics::relist_replaced(&resource),
+            }
+        } else {
+            self.store.replace(entries, rv);
+            metrics::relist_replaced(&resource);
+        }
         self.report_size();
+        self.activity.heard_now();
+        *self.restored.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.synced.send_replace(true);
     }
 }
 

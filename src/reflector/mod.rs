@@ -6,7 +6,7 @@
 
 mod writer;
 
-pub use writer::{Overflow, Writer};
+pub use writer::{Overflow, Update, Writer};
 
 pub mod consistency;
 
@@ -256,17 +256,102 @@ struct BookmarkMeta {
     resource_version: String,
 }
 
+/// The reflector between two steps: where it goes next, and whether its
+/// last watch stalled (a re-watch that stalls again means the upstream's
+/// watch is broken, and only a relist catches up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    pub phase: Phase,
+    pub stalled: bool,
+}
+
+/// What the reflector does before its next step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing: go on.
+    None,
+    /// A list went through: the backoff starts over.
+    ResetBackoff,
+    /// Let the type go for its size and wait before listing again.
+    LetGo,
+    /// The re-watch stalled too: say the type is failing, then relist.
+    Failing,
+    /// Say what failed and wait out the backoff.
+    BackOff,
+}
+
+/// How a step ends, moves the reflector on: a pure function of where it
+/// was and what happened, so that every transition is tested without a
+/// network (kube-runtime's watcher is built the same way).
+pub fn transition(state: &State, step: Result<&Phase, &ReflectorError>) -> (State, Effect) {
+    let error = match step {
+        Ok(next) => {
+            let listed = matches!(state.phase, Phase::Listing { .. });
+            let next = State {
+                phase: next.clone(),
+                // A watch that ended at its timeout: the upstream is well.
+                stalled: state.stalled && listed,
+            };
+            let effect = if listed {
+                Effect::ResetBackoff
+            } else {
+                Effect::None
+            };
+            return (next, effect);
+        }
+        Err(e) => e,
+    };
+    let stalled = matches!(error, ReflectorError::WatchStalled { .. });
+    let relist = |stalled| State {
+        phase: Phase::Listing { consistent: true },
+        stalled,
+    };
+    match error {
+        ReflectorError::TooLarge(_) => (
+            State {
+                phase: Phase::Listing { consistent: false },
+                stalled,
+            },
+            Effect::LetGo,
+        ),
+        ReflectorError::WatchExpired(_)
+        | ReflectorError::ListExpired
+        | ReflectorError::Inconsistent => (relist(stalled), Effect::None),
+        ReflectorError::WatchStalled { .. } if state.stalled => (relist(false), Effect::Failing),
+        // Asked again at once, with a short timeout: the answer tells a
+        // watch that stalled once from one that stalls.
+        ReflectorError::WatchStalled { rv, .. } => (
+            State {
+                phase: Phase::Watching { rv: *rv },
+                stalled: true,
+            },
+            Effect::None,
+        ),
+        e => {
+            // A failed watch connection resumes where it was.
+            let phase = match e {
+                ReflectorError::Watch(_) => state.phase.clone(),
+                ReflectorError::WatchBroke { rv, .. } => Phase::Watching { rv: *rv },
+                _ => Phase::Listing {
+                    consistent: matches!(state.phase, Phase::Watching { .. }),
+                },
+            };
+            (State { phase, stalled }, Effect::BackOff)
+        }
+    }
+}
+
 pub async fn run<W: Writer>(
     up: Arc<Upstream>,
     writer: Arc<W>,
     cfg: ReflectorConfig,
     health: Arc<UpstreamHealth>,
 ) {
-    let mut phase = Phase::Empty;
+    let mut state = State {
+        phase: Phase::Empty,
+        stalled: false,
+    };
     let mut backoff = Backoff::new();
-    // Whether the last watch stalled: a re-watch that stalls again means
-    // the upstream's watch is broken, and only a relist catches up.
-    let mut stalled = false;
     let resource = writer.resource().to_string();
     writer.report(Condition::Starting);
     let relist = Arc::new(Notify::new());
@@ -285,7 +370,7 @@ pub async fn run<W: Writer>(
         )))
     });
     loop {
-        let next = match &phase {
+        let step = match &state.phase {
             Phase::Empty => Ok(Phase::Listing {
                 consistent: writer.restored(),
             }),
@@ -298,7 +383,7 @@ pub async fn run<W: Writer>(
                 writer.report(Condition::Watching);
                 watching.send_replace(true);
                 let (lo, hi) = cfg.watch_timeout_seconds;
-                let timeout = if stalled {
+                let timeout = if state.stalled {
                     cfg.recheck_timeout_seconds
                 } else {
                     rand::rng().random_range(lo..=hi.max(lo))
@@ -310,69 +395,44 @@ pub async fn run<W: Writer>(
                 }
             }
         };
-        let e = match next {
-            Ok(p) => {
-                if matches!(phase, Phase::Listing { .. }) {
-                    backoff.reset();
-                } else {
-                    // A watch that ended at its timeout: the upstream is well.
-                    stalled = false;
+        let (next, effect) = transition(&state, step.as_ref());
+        if let Err(e) = &step {
+            watching.send_replace(false);
+            metrics::reflector_error(&resource, e.phase());
+            writer.stats().errors.fetch_add(1, Ordering::Relaxed);
+        }
+        match (effect, &step) {
+            (Effect::None, Err(e)) => match e {
+                ReflectorError::WatchStalled { .. } => {
+                    tracing::warn!(%resource, error = %e, "watch stalled: watching again")
                 }
-                phase = p;
-                continue;
-            }
-            Err(e) => e,
-        };
-        watching.send_replace(false);
-        metrics::reflector_error(&resource, e.phase());
-        writer.stats().errors.fetch_add(1, Ordering::Relaxed);
-        let stalled_before = std::mem::replace(
-            &mut stalled,
-            matches!(e, ReflectorError::WatchStalled { .. }),
-        );
-        phase = match &e {
-            ReflectorError::TooLarge(o) => {
+                _ => tracing::info!(%resource, error = %e, "reflector relisting"),
+            },
+            (Effect::None, Ok(_)) => {}
+            (Effect::ResetBackoff, _) => backoff.reset(),
+            (Effect::LetGo, Err(e)) => {
                 tracing::warn!(%resource, error = %e, retry = ?cfg.too_large_retry,
                     "letting the type's cache go: its reads are forwarded");
                 metrics::cache_released(&resource, "too_large");
-                writer.release();
-                writer.report(Condition::TooLarge(o.clone()));
+                let _ = writer.apply(Update::Released);
+                if let ReflectorError::TooLarge(o) = e {
+                    writer.report(Condition::TooLarge(o.clone()));
+                }
                 let jitter = rand::rng().random_range(0.9..1.1);
                 tokio::time::sleep(cfg.too_large_retry.mul_f64(jitter)).await;
-                Phase::Listing { consistent: false }
             }
-            ReflectorError::WatchExpired(_)
-            | ReflectorError::ListExpired
-            | ReflectorError::Inconsistent => {
-                tracing::info!(%resource, error = %e, "reflector relisting");
-                Phase::Listing { consistent: true }
-            }
-            ReflectorError::WatchStalled { .. } if stalled_before => {
+            (Effect::Failing, Err(e)) => {
                 tracing::warn!(%resource, error = %e, "the re-watch stalled too: relisting");
-                stalled = false;
                 writer.report(Condition::Failing(e.to_string()));
-                Phase::Listing { consistent: true }
             }
-            ReflectorError::WatchStalled { rv, .. } => {
-                // Asked again at once, with a short timeout: the answer
-                // tells a watch that stalled once from one that stalls.
-                tracing::warn!(%resource, error = %e, "watch stalled: watching again");
-                Phase::Watching { rv: *rv }
+            (Effect::BackOff, Err(e)) => {
+                writer.report(condition_of(e));
+                wait_to_retry(&health, &mut backoff, &resource, e).await;
             }
-            _ => {
-                writer.report(condition_of(&e));
-                // A failed watch connection resumes where it was.
-                let next = match &e {
-                    ReflectorError::Watch(_) => phase.clone(),
-                    ReflectorError::WatchBroke { rv, .. } => Phase::Watching { rv: *rv },
-                    _ => Phase::Listing {
-                        consistent: matches!(phase, Phase::Watching { .. }),
-                    },
-                };
-                wait_to_retry(&health, &mut backoff, &resource, &e).await;
-                next
-            }
-        };
+            // Only errors let go, fail or back off.
+            (Effect::LetGo | Effect::Failing | Effect::BackOff, Ok(_)) => {}
+        }
+        state = next;
     }
 }
 
@@ -563,7 +623,9 @@ async fn list(
         "listed"
     );
     // The list was built aside; readers see either the old or the new state.
-    writer.replace(codec, entries, rv);
+    writer
+        .apply(Update::Listed { codec, entries, rv })
+        .map_err(ReflectorError::Apply)?;
     writer.stats().lists.fetch_add(1, Ordering::Relaxed);
     Ok(Phase::Watching { rv })
 }
@@ -696,12 +758,12 @@ fn apply_event(
     match decode_event(codec, line)? {
         WatchLine::Change(kind, entry) => {
             let rv = entry.rv;
-            writer.apply(kind, entry)?;
+            writer.apply(Update::Event(kind, entry))?;
             metrics::watch_event(resource, kind.as_str());
             Ok(rv)
         }
         WatchLine::Bookmark(rv) => {
-            writer.advance(rv);
+            writer.apply(Update::Progress(rv))?;
             Ok(rv.max(last))
         }
         WatchLine::Expired => Err(ReflectorError::WatchExpired(last)),
@@ -765,6 +827,87 @@ pub fn urlencode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(phase: Phase, stalled: bool) -> State {
+        State { phase, stalled }
+    }
+    fn watching(rv: u64) -> Phase {
+        Phase::Watching { rv }
+    }
+    fn listing(consistent: bool) -> Phase {
+        Phase::Listing { consistent }
+    }
+    fn stalled_at(rv: u64) -> ReflectorError {
+        ReflectorError::WatchStalled {
+            after: Duration::from_secs(75),
+            rv,
+        }
+    }
+
+    #[test]
+    fn a_list_leads_to_a_watch_and_resets_the_backoff() {
+        let (next, effect) = transition(&at(listing(false), false), Ok(&watching(7)));
+        assert_eq!(next, at(watching(7), false));
+        assert_eq!(effect, Effect::ResetBackoff);
+    }
+
+    #[test]
+    fn a_watch_that_ends_at_its_timeout_clears_a_stall() {
+        let (next, effect) = transition(&at(watching(7), true), Ok(&watching(9)));
+        assert_eq!(next, at(watching(9), false));
+        assert_eq!(effect, Effect::None);
+    }
+
+    #[test]
+    fn expiry_and_inconsistency_relist_consistently_at_once() {
+        for e in [
+            ReflectorError::WatchExpired(3),
+            ReflectorError::ListExpired,
+            ReflectorError::Inconsistent,
+        ] {
+            let (next, effect) = transition(&at(watching(3), false), Err(&e));
+            assert_eq!(next, at(listing(true), false), "{e}");
+            assert_eq!(effect, Effect::None, "{e}");
+        }
+    }
+
+    #[test]
+    fn a_stall_watches_again_and_a_second_stall_relists_as_failing() {
+        let (next, effect) = transition(&at(watching(5), false), Err(&stalled_at(6)));
+        assert_eq!(next, at(watching(6), true));
+        assert_eq!(effect, Effect::None);
+        let (next, effect) = transition(&next, Err(&stalled_at(6)));
+        assert_eq!(next, at(listing(true), false));
+        assert_eq!(effect, Effect::Failing);
+    }
+
+    #[test]
+    fn a_type_too_large_is_let_go_and_listed_again_later() {
+        let e = ReflectorError::TooLarge(Overflow {
+            bytes: 10,
+            limit: 5,
+            which: "per-type",
+        });
+        let (next, effect) = transition(&at(watching(5), false), Err(&e));
+        assert_eq!(next, at(listing(false), false));
+        assert_eq!(effect, Effect::LetGo);
+    }
+
+    #[test]
+    fn a_failed_connection_backs_off_and_resumes_where_it_was() {
+        let broke = ReflectorError::Watch(UpstreamError::Stopped);
+        let (next, effect) = transition(&at(watching(5), false), Err(&broke));
+        assert_eq!(next, at(watching(5), false));
+        assert_eq!(effect, Effect::BackOff);
+        // A list that failed lists again, consistently only after a watch.
+        let failed = ReflectorError::ListShape;
+        let (next, _) = transition(&at(listing(false), false), Err(&failed));
+        assert_eq!(next, at(listing(false), false));
+        let decode = ReflectorError::WatchDecode("x".into());
+        let (next, effect) = transition(&at(watching(5), false), Err(&decode));
+        assert_eq!(next, at(listing(true), false));
+        assert_eq!(effect, Effect::BackOff);
+    }
 
     #[test]
     fn backoff_doubles_to_the_cap_with_jitter() {

@@ -1,13 +1,40 @@
 //! The narrow side of a type's cache that a reflector writes through, as
 //! kube-runtime's `reflector::store::Writer`: the reflector learns only
-//! what to list and watch and how to decode it, and hands over whole lists,
-//! events and progress; readers of the cache never see it.
+//! what to list and watch and how to decode it, and hands over every
+//! change through one entry point, [`Writer::apply`] — a whole list, an
+//! event, progress, a proof of freshness, letting go. Readers of the
+//! cache never see it.
 
 use super::{Condition, ReflectorStats};
 use crate::encode::codec::{Entry, Snapshot, TypeCodec};
 use crate::resource::GroupVersionResource;
 use crate::store::{EventType, StoreError};
 use std::sync::Arc;
+
+/// One change to a type's cache.
+pub enum Update {
+    /// A whole list at `rv`, decoded with `codec` (a first list teaches
+    /// it the type's list style): it replaces the state at once, and the
+    /// type can be served from then on.
+    Listed {
+        codec: TypeCodec,
+        entries: Vec<Arc<Entry>>,
+        rv: u64,
+    },
+    /// One event, newer than everything before it.
+    Event(EventType, Arc<Entry>),
+    /// A bookmark on the reflector's own watch: nothing changed up to `rv`.
+    Progress(u64),
+    /// A proof of freshness (`freshness`): nothing changed up to `rv`,
+    /// provided the state still descends from the list of `epoch` and has
+    /// applied every event through `through` — the events a side watch saw
+    /// before its bookmark at `rv`. Otherwise nothing is applied
+    /// ([`StoreError::NotYet`]).
+    Proven { epoch: u64, through: u64, rv: u64 },
+    /// Lets everything go: the type is not cached (its reads are
+    /// forwarded, its watchers ended) until a list is applied again.
+    Released,
+}
 
 pub trait Writer: Send + Sync + 'static {
     /// The type reflected.
@@ -16,13 +43,9 @@ pub trait Writer: Send + Sync + 'static {
     /// The codec to decode the upstream's objects with.
     fn codec(&self) -> Arc<TypeCodec>;
 
-    /// A whole list at `rv`, decoded with `codec` (a first list teaches
-    /// it the type's list style): it replaces the state at once, and the
-    /// type can be served from then on.
-    fn replace(&self, codec: TypeCodec, entries: Vec<Arc<Entry>>, rv: u64);
-
-    /// One event, newer than everything before it.
-    fn apply(&self, kind: EventType, entry: Arc<Entry>) -> Result<(), StoreError>;
+    /// Applies one change: the only way the reflector (or a proof of
+    /// freshness) changes the cache.
+    fn apply(&self, update: Update) -> Result<(), StoreError>;
 
     /// Whether its state came from a snapshot the upstream has not listed
     /// since: the first list is then a consistent one, so the cache never
@@ -30,9 +53,6 @@ pub trait Writer: Send + Sync + 'static {
     fn restored(&self) -> bool {
         false
     }
-
-    /// A bookmark: nothing changed up to `rv`.
-    fn advance(&self, rv: u64);
 
     /// Where the reflector counts what it did.
     fn stats(&self) -> &ReflectorStats;
@@ -49,10 +69,6 @@ pub trait Writer: Send + Sync + 'static {
 
     /// The bytes of objects it holds now.
     fn cached_bytes(&self) -> usize;
-
-    /// Lets everything go: the type is not cached (its reads are
-    /// forwarded, its watchers ended) until a list is replaced again.
-    fn release(&self);
 }
 
 /// A type's cache that would pass a limit of the cache's.

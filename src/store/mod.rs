@@ -162,6 +162,10 @@ pub enum StoreError {
     NotNewer { got: u64, have: u64 },
     #[error("{kind} event for {key}, which the store does not hold")]
     Missing { kind: &'static str, key: String },
+    /// A proof of freshness that does not hold for the state as it is:
+    /// a relist came since, or events it saw are not applied yet.
+    #[error("the proof at resourceVersion {rv} does not hold yet: the store is at {have}")]
+    NotYet { rv: u64, have: u64 },
 }
 
 /// How much history to keep: events beyond `capacity`, and events older
@@ -424,6 +428,25 @@ impl<M> Store<M> {
             self.rv_tx.send_replace(rv);
             let _ = self.events.send(Change::Progress(rv));
         }
+    }
+
+    /// A proof of freshness: nothing changed up to `rv`, if the state
+    /// still descends from the list of `epoch` and has applied everything
+    /// through `through` (see `reflector::Update::Proven`). Checked and
+    /// applied under the state lock, so that no relist or event slips
+    /// between the check and the step.
+    pub fn advance_proven(&self, epoch: u64, through: u64, rv: u64) -> Result<(), StoreError> {
+        let mut s = self.write();
+        if s.epoch != epoch || s.rv < through || !s.listed {
+            return Err(StoreError::NotYet { rv, have: s.rv });
+        }
+        if rv > s.rv {
+            s.rv = rv;
+            drop(s);
+            self.rv_tx.send_replace(rv);
+            let _ = self.events.send(Change::Progress(rv));
+        }
+        Ok(())
     }
 
     /// Forgets all history: only the current state can be read or watched
@@ -1015,6 +1038,30 @@ mod tests {
         assert_eq!(store.size(), (1, one));
         store.replace(vec![], 5);
         assert_eq!(store.size(), (0, 0));
+    }
+
+    #[test]
+    fn a_proof_advances_only_the_state_it_was_made_for() {
+        let s: Store = Store::new(HistoryLimits::default());
+        s.replace(vec![entry("a", 5)], 5);
+        let epoch = s.current().epoch;
+        // Events the side watch saw (through 8) are not applied yet.
+        assert_eq!(
+            s.advance_proven(epoch, 8, 20),
+            Err(StoreError::NotYet { rv: 20, have: 5 })
+        );
+        s.apply(EventType::Modified, entry("a", 8)).unwrap();
+        let mut rx = s.snapshot_and_subscribe().1;
+        assert_eq!(s.advance_proven(epoch, 8, 20), Ok(()));
+        assert_eq!(s.rv(), 20);
+        assert!(matches!(rx.try_recv(), Ok(Change::Progress(20))));
+        // A proof older than the state is no step back.
+        assert_eq!(s.advance_proven(epoch, 8, 12), Ok(()));
+        assert_eq!(s.rv(), 20);
+        // After a relist, a proof made before it holds nothing.
+        s.replace(vec![entry("a", 25)], 25);
+        assert!(s.advance_proven(epoch, 8, 30).is_err());
+        assert_eq!(s.rv(), 25);
     }
 
     #[test]
