@@ -15,12 +15,14 @@
 //! ```
 //!
 //! and the cache's, beside it: `upstream` → `reflector` (list, watch,
-//! relist) → `cache::TypeCache` (through `reflector::Writer`) → `store`.
+//! relist) → `cache::TypeCache` (through `reflector::Writer`) → `store`;
+//! a consistent read waits for `freshness` to prove its type's cache
+//! fresh (a probe upstream, then the cache reaching what it read).
 //!
 //! Layers from the bottom up (each imports only those below it; checked by
-//! `tests/layers.rs`): `go`, `resource`, `metrics`, `body`; `status`,
-//! `selector`; `request`; `store`; `encode`; `upstream`; `reflector`,
-//! `access`; `cache`; `serve`; `config`. The simulated apiserver is the
+//! `tests/layers.rs`): `go`, `resource`, `metrics`, `body`, `flight`;
+//! `status`, `selector`; `request`; `store`; `encode`; `upstream`;
+//! `reflector`, `access`; `freshness`; `cache`; `serve`; `config`. The simulated apiserver is the
 //! `kubecache-sim` crate, and the `kubecache` command is `kubecache-cli`.
 
 pub mod access;
@@ -30,6 +32,8 @@ pub mod config;
 pub mod encode;
 #[cfg(test)]
 mod fixtures;
+pub mod flight;
+pub mod freshness;
 pub mod go;
 pub mod metrics;
 pub mod reflector;

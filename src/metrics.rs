@@ -13,6 +13,13 @@ pub const REQUEST_DURATION_BUCKETS: [f64; 23] = [
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
 
+/// `kubecache_freshness_proof_duration_seconds`' buckets: a busy type's
+/// proof takes a probe's round trip (milliseconds), a quiet type's waits
+/// for a tick of the upstream's bookmark timer (up to 2.25 s).
+pub const PROOF_DURATION_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.5,
+];
+
 /// The HELP text of every metric (and with it its TYPE before the first
 /// sample): call once the recorder is installed.
 pub fn describe() {
@@ -187,6 +194,27 @@ pub fn describe() {
         "apiserver_authorization_webhook_evaluations_total",
         "Round-trips to authorization webhooks (here: access reviews asked of the upstream), by result."
     );
+    describe_counter!(
+        "kubecache_consistent_reads_total",
+        "Counter of consistent reads (resourceVersion unset, and NotOlderThan reads past the cache), by resource, served_by (cache or upstream) and reason: how the cache was proven fresh (reached, events, bookmark) or why it was not (no_proof, probe_failed, proof_timeout, proof_busy, forward_configured)."
+    );
+    describe_histogram!(
+        "kubecache_freshness_proof_duration_seconds",
+        Unit::Seconds,
+        "How long proving a type's cache fresh for a read took, by outcome (reached, events, bookmark, or why it failed)."
+    );
+    describe_counter!(
+        "kubecache_freshness_probes_total",
+        "Counter of consistent probes asked of the upstream for proofs of freshness, by result (ok, error)."
+    );
+    describe_counter!(
+        "kubecache_freshness_side_watches_total",
+        "Counter of side watches opened for proofs of freshness, by how they ended (proven, not_applied, no_bookmark, failed)."
+    );
+    describe_counter!(
+        "kubecache_coalesced_reads_total",
+        "Counter of consistent reads forwarded as one shared upstream read, by role: began (asked upstream) or shared (answered by a read another began)."
+    );
     process().describe();
 }
 
@@ -282,6 +310,36 @@ pub fn cache_released(resource: &str, reason: &'static str) {
         "reason" => reason
     )
     .increment(1);
+}
+
+/// A consistent read, served from the cache (`reason`: how it was proven
+/// fresh) or upstream (why not).
+pub fn consistent_read(resource: &str, from_cache: bool, reason: &'static str) {
+    let served_by = if from_cache { "cache" } else { "upstream" };
+    counter!("kubecache_consistent_reads_total", "resource" => resource.to_string(),
+        "served_by" => served_by, "reason" => reason)
+    .increment(1);
+}
+
+/// A proof of freshness made (`outcome`: how, or why it failed).
+pub fn freshness_proof(outcome: &'static str, took: Duration) {
+    histogram!("kubecache_freshness_proof_duration_seconds", "outcome" => outcome)
+        .record(took.as_secs_f64());
+}
+
+pub fn freshness_probe(ok: bool) {
+    let result = if ok { "ok" } else { "error" };
+    counter!("kubecache_freshness_probes_total", "result" => result).increment(1);
+}
+
+pub fn freshness_side_watch(result: &'static str) {
+    counter!("kubecache_freshness_side_watches_total", "result" => result).increment(1);
+}
+
+/// A consistent read forwarded through a shared upstream read.
+pub fn coalesced_read(began: bool) {
+    let role = if began { "began" } else { "shared" };
+    counter!("kubecache_coalesced_reads_total", "role" => role).increment(1);
 }
 
 /// Why a read went upstream instead of being served from the cache.

@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 /// The top-level modules from the bottom up. A module may import those of
 /// lower layers only; modules of one layer do not import each other.
 const LAYERS: &[&[&str]] = &[
-    &["go", "resource", "metrics", "body"],
+    &["go", "resource", "metrics", "body", "flight"],
     &["status", "selector"],
     &["request"],
     &["store"],
     &["encode"],
     &["upstream"],
     &["reflector", "access"],
+    &["freshness"],
     &["cache"],
     &["serve"],
     &["config"],

@@ -13,7 +13,7 @@ use kubecache::serve::auth::AuthMode;
 use kubecache::serve::{self, ConsistentReads, ServeState};
 use kubecache::upstream::UpstreamError;
 use kubecache_sim::faults::FaultCommand;
-use kubecache_sim::{Sim, SimOptions};
+use kubecache_sim::{Personality, Sim, SimOptions};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -144,10 +144,12 @@ struct SimArgs {
     /// resuming clients get 410 Expired.
     #[arg(long)]
     expire_every: Option<f64>,
-    /// Serve streaming lists (`sendInitialEvents`) like a current
-    /// apiserver; without it the simulator ignores them, as v1.20 does.
-    #[arg(long)]
-    watch_list: bool,
+    /// Which kube-apiserver to behave as: v1.20 (the default), or v1.36 —
+    /// streaming lists (`sendInitialEvents`), and consistent reads served
+    /// from a watch cache made fresh by progress notifications, which its
+    /// bookmarks then carry.
+    #[arg(long = "version", value_name = "VERSION", default_value = "v1.20", value_parser = parse_personality)]
+    personality: Personality,
 }
 
 impl SimArgs {
@@ -188,7 +190,7 @@ impl SimArgs {
             seed: self.seed,
             faults,
             fault_schedule: schedule,
-            watch_list: self.watch_list,
+            personality: self.personality,
             ..Default::default()
         })
     }
@@ -259,8 +261,11 @@ struct ServeArgs {
     /// A YAML config file; flags override it.
     #[arg(long, env = "KUBECACHE_CONFIG")]
     config: Option<PathBuf>,
-    /// forward (default) or serve-stale.
-    #[arg(long, env = "KUBECACHE_CONSISTENT_READS", value_parser = ["forward", "serve-stale"])]
+    /// prove (default): answered from the cache once it is proven to hold
+    /// every write committed before the read, else forwarded; forward:
+    /// always forwarded; serve-stale: answered from a synced cache
+    /// unproven (not linearizable).
+    #[arg(long, env = "KUBECACHE_CONSISTENT_READS", value_parser = ["prove", "forward", "serve-stale"])]
     consistent_reads: Option<String>,
     /// trust-local: every client served with kubecache's own identity, as
     /// kubectl proxy does (loopback addresses only; the default there).
@@ -445,10 +450,10 @@ impl ServeArgs {
         file.client_key_file = self.client_key.or(file.client_key_file);
         file.listen = self.listen.or(file.listen);
         if let Some(c) = self.consistent_reads {
-            file.consistent_reads = Some(if c == "serve-stale" {
-                ConsistentReads::ServeStale
-            } else {
-                ConsistentReads::Forward
+            file.consistent_reads = Some(match c.as_str() {
+                "serve-stale" => ConsistentReads::ServeStale,
+                "forward" => ConsistentReads::Forward,
+                _ => ConsistentReads::Prove,
             });
         }
         if let Some(m) = self.auth_mode {
@@ -630,6 +635,13 @@ async fn run_serve(cfg: ServeConfig, bound_to: impl FnOnce(SocketAddr)) -> Resul
             &kubecache::metrics::REQUEST_DURATION_BUCKETS,
         )
         .map_err(CliError::Metrics)?
+        .set_buckets_for_metric(
+            metrics_exporter_prometheus::Matcher::Full(
+                "kubecache_freshness_proof_duration_seconds".into(),
+            ),
+            &kubecache::metrics::PROOF_DURATION_BUCKETS,
+        )
+        .map_err(CliError::Metrics)?
         .install_recorder()
         .map_err(CliError::Metrics)?;
     kubecache::metrics::describe();
@@ -644,6 +656,7 @@ async fn run_serve(cfg: ServeConfig, bound_to: impl FnOnce(SocketAddr)) -> Resul
         cfg.reflector,
         cfg.cache,
         cfg.edge.clone(),
+        kubecache::freshness::FreshnessConfig::default(),
     )
     .map_err(CliError::Cache)?;
     {
@@ -687,6 +700,11 @@ async fn run_serve(cfg: ServeConfig, bound_to: impl FnOnce(SocketAddr)) -> Resul
     // The last state, for the next start.
     cache.write_snapshot().await;
     Ok(())
+}
+
+fn parse_personality(s: &str) -> Result<Personality, String> {
+    Personality::parse(s)
+        .ok_or_else(|| format!("{s:?} is not a version the simulator knows: v1.20 or v1.36"))
 }
 
 fn parse_addr(s: &str) -> Result<SocketAddr, CliError> {

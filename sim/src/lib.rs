@@ -18,7 +18,7 @@ pub mod openapi;
 pub mod patch;
 mod simulator;
 
-pub use simulator::{Sim, SimOptions, SimType, WriteError};
+pub use simulator::{Personality, Sim, SimOptions, SimType, WriteError};
 
 use std::sync::Arc;
 use std::time::Duration;

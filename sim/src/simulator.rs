@@ -10,6 +10,7 @@ use crate::{generate, patch};
 use kubecache::encode::codec::{DecodeError, Entry, ListStyle, Snapshot, Store, TypeCodec};
 use kubecache::encode::print::Printer;
 use kubecache::resource::{GroupVersionResource, ResourceType};
+use kubecache::serve::watch::BookmarkTimer;
 use kubecache::store::{EventType, HistoryLimits, StoreError};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -27,6 +28,36 @@ pub struct SimType {
     pub printer: Option<Arc<Printer>>,
     /// What its discovery entry says beside the `ResourceType`.
     pub discovery: DiscoveryExtras,
+    /// Its cacher's bookmark timer, running from the first watch.
+    timer: std::sync::OnceLock<Arc<BookmarkTimer>>,
+}
+
+impl SimType {
+    /// The type's bookmark timer, started on first use: it ticks with the
+    /// cacher's `lastProcessedResourceVersion` as `personality` keeps it.
+    pub fn timer(self: &Arc<Self>, personality: Personality) -> Arc<BookmarkTimer> {
+        self.timer
+            .get_or_init(|| {
+                let timer = BookmarkTimer::new();
+                let me = Arc::downgrade(self);
+                // v1.20's starts at 0 and follows only the type's events
+                // (`cacher.go` at v1.20: no progress notifications, the
+                // EfficientWatchResumption gate off): a type with no event
+                // since the simulator started gets no bookmark. A current
+                // one's starts at its list's version and follows progress
+                // notifications too.
+                let born = self.store.rv();
+                tokio::spawn(timer.clone().run(move || {
+                    let rv = me.upgrade().map_or(0, |t| t.store.rv());
+                    match personality {
+                        Personality::V1_20 if rv <= born => 0,
+                        _ => rv,
+                    }
+                }));
+                timer
+            })
+            .clone()
+    }
 }
 
 impl AsRef<Store> for SimType {
@@ -49,10 +80,59 @@ pub struct SimOptions {
     pub faults: Vec<FaultCommand>,
     /// Faults repeated at an interval.
     pub fault_schedule: Vec<(Duration, FaultCommand)>,
-    /// Answer `sendInitialEvents` (streaming lists) and validate watch
-    /// options like a current apiserver with the WatchList feature, instead
-    /// of ignoring them like v1.20.
-    pub watch_list: bool,
+    /// Which apiserver it behaves as.
+    pub personality: Personality,
+}
+
+/// Which kube-apiserver the simulator behaves as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Personality {
+    /// v1.20, the real apiserver the tests run beside it.
+    #[default]
+    V1_20,
+    /// v1.36 (whose answers are recorded in `../shared/reference`),
+    /// following the newest cacher's source (`staging/src/k8s.io/apiserver/pkg/storage/cacher`):
+    /// streaming lists (`sendInitialEvents`, the watch-option validation of
+    /// the WatchList feature); consistent lists and reads at a version
+    /// newer than the watch cache served once it is fresh, a progress
+    /// notification taking it to etcd's current revision
+    /// (`delegator/interface.go` `ShouldDelegateConsistentRead`,
+    /// `watch_cache.go` `waitUntilFreshLocked`, `progress/watch_progress.go`),
+    /// which its bookmarks then carry, even for a quiet type.
+    V1_36,
+}
+
+impl Personality {
+    /// `v1.20` or `v1.36` (the `v` optional).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.strip_prefix('v').unwrap_or(s) {
+            "1.20" => Some(Personality::V1_20),
+            "1.36" => Some(Personality::V1_36),
+            _ => None,
+        }
+    }
+
+    /// Streaming lists and the WatchList feature's validation.
+    pub fn watch_list(self) -> bool {
+        self != Personality::V1_20
+    }
+
+    /// Whether a read waiting on the watch cache makes it fresh.
+    pub fn progress_notify(self) -> bool {
+        self != Personality::V1_20
+    }
+
+    /// Its `/version`.
+    pub fn version(self) -> serde_json::Value {
+        match self {
+            Personality::V1_20 => {
+                serde_json::json!({"major": "1", "minor": "20", "gitVersion": "v1.20.2-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19", "compiler": "gc", "platform": "linux/amd64"})
+            }
+            Personality::V1_36 => {
+                serde_json::json!({"major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36", "minCompatibilityMajor": "1", "minCompatibilityMinor": "35", "gitVersion": "v1.36.2-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.27.3", "compiler": "gc", "platform": "linux/amd64"})
+            }
+        }
+    }
 }
 
 impl Default for SimOptions {
@@ -67,7 +147,7 @@ impl Default for SimOptions {
             seed: 42,
             faults: vec![],
             fault_schedule: vec![],
-            watch_list: false,
+            personality: Personality::default(),
         }
     }
 }
@@ -86,7 +166,36 @@ pub struct Sim {
     pub faults: Arc<Faults>,
     /// Watch requests answered, for tests that count upstream load.
     pub watches_served: AtomicU64,
-    pub watch_list: bool,
+    /// List requests answered and in flight, for tests that count
+    /// upstream load.
+    pub lists: Concurrency,
+    pub personality: Personality,
+}
+
+/// Requests of a kind: how many so far, how many now, and the most at once.
+#[derive(Debug, Default)]
+pub struct Concurrency {
+    pub total: AtomicU64,
+    pub now: AtomicU64,
+    pub most: AtomicU64,
+}
+
+impl Concurrency {
+    /// Counts one in until the guard goes.
+    pub fn enter(&self) -> impl Drop + '_ {
+        self.total.fetch_add(1, Ordering::Relaxed);
+        let now = self.now.fetch_add(1, Ordering::AcqRel) + 1;
+        self.most.fetch_max(now, Ordering::AcqRel);
+        Leave(self)
+    }
+}
+
+struct Leave<'a>(&'a Concurrency);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Why the simulator refused a write, as the apiserver's handlers and
@@ -284,6 +393,7 @@ impl Sim {
                         store: Store::new(opts.history),
                         printer,
                         discovery,
+                        timer: Default::default(),
                     }),
                 )
             })
@@ -296,7 +406,8 @@ impl Sim {
             churn_keys: Mutex::default(),
             faults: Arc::default(),
             watches_served: AtomicU64::new(0),
-            watch_list: opts.watch_list,
+            lists: Concurrency::default(),
+            personality: opts.personality,
         });
         for t in sim.types.values() {
             t.store.replace(vec![], 1);
@@ -337,6 +448,20 @@ impl Sim {
             rv: self.revision(),
             ..t.store.current()
         }
+    }
+
+    /// A current apiserver's progress notification, asked by a read that
+    /// waits on the type's watch cache: the cache reaches etcd's current
+    /// revision (what its progress requester asks etcd for every 100 ms
+    /// while anyone waits), and its watchers learn it. Under the write
+    /// lock, so that it comes after every event at or below it. v1.20's
+    /// cache never moves without an event.
+    pub fn make_fresh(&self, t: &SimType) {
+        if !self.personality.progress_notify() {
+            return;
+        }
+        let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        t.store.advance(self.revision());
     }
 
     pub fn type_of(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<SimType>> {

@@ -9,11 +9,13 @@ use super::snapshot::{SnapshotError, Snapshots, TypeState};
 use super::type_cache::TypeCache;
 use crate::encode::codec::ListStyle;
 use crate::encode::print::Printer;
+use crate::freshness::{Freshness, FreshnessConfig};
 use crate::reflector::{self, ReflectorConfig};
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::HistoryLimits;
 use crate::upstream::discovery::Discovery;
 use crate::upstream::health::{ProbeConfig, UpstreamHealth};
+use crate::upstream::version::UpstreamVersion;
 use crate::upstream::{Upstream, UpstreamConfig, UpstreamError};
 use dashmap::DashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,6 +95,9 @@ pub struct Cache {
     upstream: Arc<Upstream>,
     /// Whether the upstream answers kubecache and accepts its credentials.
     health: Arc<UpstreamHealth>,
+    /// What proves a type's cache fresh for consistent reads, and what
+    /// it knows of the upstream's version.
+    freshness: Arc<Freshness>,
     discovery: RwLock<Arc<Discovery>>,
     discovered_at: RwLock<Option<Instant>>,
     refreshing: AtomicBool,
@@ -123,6 +128,7 @@ impl Cache {
         reflector: ReflectorConfig,
         cache_limits: CacheLimits,
         edge: EdgeConfig,
+        freshness: FreshnessConfig,
     ) -> Result<Arc<Self>, CacheError> {
         let snapshots = match &edge.snapshot_dir {
             Some(dir) => Some(Snapshots::open(dir, upstream.url.as_str())?),
@@ -131,13 +137,23 @@ impl Cache {
         let ingest = Ingest::start()?;
         let upstream = Upstream::on_runtime(upstream, ingest.handle().clone())?;
         let health = UpstreamHealth::new();
-        ingest
-            .handle()
-            .spawn(health.clone().run(upstream.clone(), ProbeConfig::default()));
+        let version = Arc::new(UpstreamVersion::default());
+        ingest.handle().spawn(health.clone().run(
+            upstream.clone(),
+            ProbeConfig::default(),
+            version.clone(),
+        ));
+        let freshness = Freshness::new(
+            upstream.clone(),
+            version,
+            ingest.handle().clone(),
+            freshness,
+        );
         let cache = Arc::new(Cache {
             ingest,
             upstream,
             health,
+            freshness,
             discovery: RwLock::new(Arc::new(Discovery::default())),
             discovered_at: RwLock::new(None),
             refreshing: AtomicBool::new(false),
@@ -211,6 +227,11 @@ impl Cache {
     }
 
     /// What the probes of the upstream found.
+    /// What proves types fresh, and what is known of the upstream.
+    pub fn freshness(&self) -> &Freshness {
+        &self.freshness
+    }
+
     pub fn upstream_health(&self) -> &UpstreamHealth {
         &self.health
     }
@@ -282,6 +303,7 @@ impl Cache {
             self.cache_limits,
             self.cached.clone(),
             self.edge.enabled(),
+            self.freshness.clone(),
         ))
     }
 

@@ -7,6 +7,7 @@ use super::bodies::{BodyCache, Budget, Pieces};
 use super::limits::{CacheLimits, CachedBytes};
 use crate::encode::codec::{Entry, ListStyle, Store, TypeCodec};
 use crate::encode::print::Printer;
+use crate::freshness::{Freshness, Mode, Proven, TypeProofs, Unproven, Want};
 use crate::metrics;
 use crate::reflector::{Condition, Overflow, ReflectorStats, Update, Writer};
 use crate::resource::{GroupVersionResource, ResourceType};
@@ -54,6 +55,10 @@ pub struct TypeCache {
     restored: std::sync::Mutex<Option<std::time::SystemTime>>,
     /// The version of its state last written to the snapshot.
     pub(super) snapshot_written: std::sync::Mutex<Option<(u64, u64)>>,
+    /// What proves it fresh for consistent reads (shared by every type),
+    /// and its own proofs.
+    freshness: Arc<Freshness>,
+    pub proofs: Arc<TypeProofs>,
 }
 
 /// What clients and the upstream did with a type, for `/debug/cache`.
@@ -122,6 +127,7 @@ impl TypeCache {
         limits: CacheLimits,
         cached: Arc<CachedBytes>,
         tell_relists: bool,
+        freshness: Arc<Freshness>,
     ) -> Self {
         let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
         TypeCache {
@@ -146,7 +152,27 @@ impl TypeCache {
             tell_relists,
             restored: Default::default(),
             snapshot_written: Default::default(),
+            freshness,
+            proofs: Arc::default(),
         }
+    }
+
+    /// Proves that the cache holds what `want` asks of a read that
+    /// arrived at `arrived` (`freshness`), or says why not.
+    pub async fn prove(
+        self: &Arc<Self>,
+        want: Want,
+        arrived: tokio::time::Instant,
+    ) -> Result<Proven, Unproven> {
+        self.freshness
+            .clone()
+            .prove(self, &self.proofs, want, arrived)
+            .await
+    }
+
+    /// How its consistent reads are proven now, and why.
+    pub fn freshness_mode(&self) -> Mode {
+        self.freshness.mode(&self.store)
     }
 
     /// The state a snapshot held, served (with a warning) until the

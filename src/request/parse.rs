@@ -53,6 +53,9 @@ pub struct Request {
     /// The bearer token of its `Authorization` header.
     pub bearer: Option<Token>,
     pub identity: Identity,
+    /// When it arrived: a consistent read must reflect every write
+    /// committed before then (`freshness`).
+    pub arrived: tokio::time::Instant,
 }
 
 impl Request {
@@ -93,6 +96,7 @@ impl Request {
             impersonation: Impersonation::from_headers(headers),
             bearer: bearer_token(headers.get(header::AUTHORIZATION)),
             identity: Identity::default(),
+            arrived: tokio::time::Instant::now(),
         }
     }
 

@@ -104,7 +104,7 @@ impl From<&ReadError> for Status {
             ReadError::Finish(f) => f.into(),
             ReadError::Encode(u) => Status::internal(u.to_string()),
             // Never answered: the router forwards these.
-            ReadError::Fallback(_) => Status::internal(e.to_string()),
+            ReadError::Fallback(_) | ReadError::Unproven(_) => Status::internal(e.to_string()),
             ReadError::Busy(l) => l.into(),
             ReadError::NoMemory(m) => m.into(),
         }

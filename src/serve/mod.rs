@@ -15,6 +15,7 @@
 //! drains them on shutdown; `drain` ends watches when it starts.
 
 pub mod auth;
+pub mod coalesce;
 pub mod drain;
 pub mod errors;
 pub mod health;
@@ -101,8 +102,21 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         Route::Refused(e) => (error(&request, &e), ServedBy::Cache),
         Route::Forward(reason) => {
             metrics::forwarded(reason.as_str());
+            // A consistent read no proof could answer: shared with the
+            // identical ones that arrive with it, if it can be.
+            let shared = if reason.is_unproven() && coalesce::shareable(&request) {
+                let key = coalesce::Key::of(&request, req.headers());
+                coalesce::read(&state.coalesced, &state.forward, key)
+                    .await
+                    .ok()
+            } else {
+                None
+            };
             let max_body = state.limits.config.max_body_bytes;
-            let resp = passthrough::forward(&state, &request.identity, req, max_body).await;
+            let resp = match shared {
+                Some(resp) => Ok(resp),
+                None => passthrough::forward(&state, &request.identity, req, max_body).await,
+            };
             let resp = resp.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "upstream unreachable");
                 error(&request, &e)

@@ -14,6 +14,7 @@ use crate::encode::list_meta::ListMeta;
 use crate::encode::pretty::Layout;
 use crate::encode::recycle::NoMemory;
 use crate::encode::{ListError, Repr, Unencodable};
+use crate::freshness::{Unproven, Want};
 use crate::request::{ContinueToken, ReadMode};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
@@ -66,6 +67,14 @@ pub struct CacheRead {
     pub tc: Arc<TypeCache>,
     pub plan: Plan,
     pub out: Output,
+    /// What must be proven of the cache before it is read (`freshness`):
+    /// a consistent read's every write committed before it arrived.
+    pub proof: Option<Want>,
+    /// Whether a read at a version the cache has not reached may be
+    /// proven (`consistentReads: prove`) rather than waited for.
+    pub proving: bool,
+    /// When the request arrived.
+    pub arrived: tokio::time::Instant,
 }
 
 /// What the cache answered.
@@ -107,6 +116,10 @@ pub enum ReadError {
     /// Not an error of the client's: the upstream answers instead.
     #[error("the cache cannot answer this read ({0:?})")]
     Fallback(Fallback),
+    /// A consistent read whose type's cache could not be proven fresh:
+    /// the upstream answers instead.
+    #[error("the cache could not be proven fresh for this read")]
+    Unproven(#[source] Unproven),
     /// Answers in flight already hold what building this one would take.
     #[error("no room to build the answer")]
     Busy(#[from] LimitError),
@@ -124,9 +137,25 @@ impl From<ListError> for ReadError {
     }
 }
 
-/// A state at least as new as `rv`, waiting for it as the cacher waits.
-async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, ReadError> {
-    match tc.store.wait_for(rv, FRESHNESS_WAIT).await {
+/// A state at least as new as `rv`, waiting for it as the cacher waits —
+/// and, when `proving`, proving it as current apiservers do for a version
+/// newer than the type's last change (another type's write): their cache
+/// is kept fresh by etcd's progress notifications, so they answer at once
+/// where v1.20 (and a cache that only waits) answers 504 after 3 s.
+async fn at_least(
+    tc: &Arc<TypeCache>,
+    rv: u64,
+    proving: bool,
+    arrived: tokio::time::Instant,
+) -> Result<Snapshot, ReadError> {
+    if tc.store.rv() < rv && proving {
+        if let Ok(p) = tc.prove(Want::AtLeast(rv), arrived).await {
+            crate::metrics::consistent_read(&tc.rt.gvr.to_string(), true, p.how.as_str());
+            return Ok(tc.store.current());
+        }
+    }
+    let left = FRESHNESS_WAIT.saturating_sub(arrived.elapsed());
+    match tc.store.wait_for(rv, left).await {
         Ok(_) => Ok(tc.store.current()),
         Err(current) => Err(ReadError::TooLargeResourceVersion {
             requested: rv,
@@ -137,7 +166,24 @@ async fn at_least(tc: &TypeCache, rv: u64) -> Result<Snapshot, ReadError> {
 
 /// Reads; a list is built only if room for it is reserved in `in_flight`.
 pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<Answer, ReadError> {
-    let CacheRead { tc, plan, out } = read;
+    let CacheRead {
+        tc,
+        plan,
+        out,
+        proof,
+        proving,
+        arrived,
+    } = read;
+    if let Some(want) = proof {
+        let resource = tc.rt.gvr.to_string();
+        match tc.prove(want, arrived).await {
+            Ok(p) => crate::metrics::consistent_read(&resource, true, p.how.as_str()),
+            Err(u) => {
+                crate::metrics::consistent_read(&resource, false, u.as_str());
+                return Err(ReadError::Unproven(u));
+            }
+        }
+    }
     let content_type = plan.content_type();
     let codec = tc.codec();
     match plan {
@@ -148,7 +194,7 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             // A version the cache does not reach in time fails the watch
             // inside its stream, as the cacher's error watcher does.
             if let Some(rv) = min {
-                if let Err(e) = at_least(&tc, rv).await {
+                if let Err(e) = at_least(&tc, rv, proving, arrived).await {
                     let s = Status::from(&e);
                     return Ok(Answer::Stream(watch::error_response(&spec.repr, &s)));
                 }
@@ -172,7 +218,7 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             repr,
         } => {
             let snap = match mode {
-                ReadMode::NotOlderThan(rv) => at_least(&tc, rv).await?,
+                ReadMode::NotOlderThan(rv) => at_least(&tc, rv, proving, arrived).await?,
                 _ => tc.store.current(),
             };
             let Some(e) = snap.items.get(key.as_str()) else {
@@ -200,10 +246,14 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             let (snap, start, paged) = match mode {
                 // The apiserver's cache ignores the limit for RV=0.
                 ReadMode::Any => (tc.store.current(), None, false),
-                // Consistent reads reach here only when configured to be
-                // served stale: the newest snapshot, paged as etcd pages.
+                // Consistent reads reach here proven fresh, or when
+                // configured to be served stale: the newest snapshot
+                // (at least as new as what was proven), paged as etcd
+                // pages.
                 ReadMode::MostRecent => (tc.store.current(), None, true),
-                ReadMode::NotOlderThan(rv) => (at_least(&tc, rv).await?, None, true),
+                ReadMode::NotOlderThan(rv) => {
+                    (at_least(&tc, rv, proving, arrived).await?, None, true)
+                }
                 ReadMode::Exact(rv) => (exact(&tc, rv).ok_or(not_in_cache)?, None, true),
                 ReadMode::Continue(ContinueToken { rv, start }) => {
                     let snap = u64::try_from(rv).ok().and_then(|rv| exact(&tc, rv));

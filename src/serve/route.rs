@@ -16,6 +16,7 @@ use crate::encode::codec::ListStyle;
 use crate::encode::negotiate::Negotiation;
 use crate::encode::pretty::Layout;
 use crate::encode::Repr;
+use crate::freshness::Want;
 use crate::reflector::Condition;
 use crate::request::accept::{Endpoint, Media};
 use crate::request::options::{ModeError, WatchFrom};
@@ -43,11 +44,19 @@ pub enum ForwardReason {
     /// A type let go for its size (`cache::limits`).
     TooLarge,
     Consistent,
+    /// A consistent read whose type's cache could not be proven fresh.
+    Unproven(&'static str),
     /// The read found what the cache cannot answer.
     Fallback(Fallback),
 }
 
 impl ForwardReason {
+    /// Whether it is a consistent read whose type's cache could not be
+    /// proven fresh (which identical ones may share: `coalesce`).
+    pub fn is_unproven(self) -> bool {
+        matches!(self, ForwardReason::Unproven(_))
+    }
+
     /// The `reason` label of `kubecache_forwarded_requests_total`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -63,6 +72,7 @@ impl ForwardReason {
             ForwardReason::NotCurrent => "not_current",
             ForwardReason::TooLarge => "too_large",
             ForwardReason::Consistent => "consistent_read",
+            ForwardReason::Unproven(why) => why,
             ForwardReason::Fallback(Fallback::NotInCache) => "version_not_in_cache",
             ForwardReason::Fallback(Fallback::Unencodable) => "no_protobuf_message",
         }
@@ -124,10 +134,18 @@ pub async fn route(state: &ServeState, request: &Request) -> (Route, Option<Stal
         Ok(read) => match read::execute(read, &state.limits.in_flight).await {
             Ok(answer) => Route::Answered(answer),
             Err(read::ReadError::Fallback(f)) => Route::Forward(ForwardReason::Fallback(f)),
+            Err(read::ReadError::Unproven(u)) => {
+                Route::Forward(ForwardReason::Unproven(u.as_str()))
+            }
             Err(read::ReadError::Busy(e)) => Route::Refused(e.into()),
             Err(e) => Route::Refused(e.into()),
         },
-        Err(route) => route,
+        Err(route) => {
+            if let Route::Forward(ForwardReason::Consistent) = route {
+                crate::metrics::consistent_read(&gvr.to_string(), false, "forward_configured");
+            }
+            route
+        }
     };
     let mut stale = None;
     // Per type, for the status page: answered here, or sent upstream.
@@ -217,6 +235,9 @@ async fn discovery_offline(
 /// cache last knew while the upstream is unreachable (`--serve-stale-when-offline`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Freshness {
+    /// Most-recent reads are served from a cache proven fresh for them,
+    /// else forwarded.
+    Prove,
     /// Most-recent reads go upstream.
     Forward,
     /// Most-recent reads are served from a current cache.
@@ -228,6 +249,7 @@ pub enum Freshness {
 impl From<ConsistentReads> for Freshness {
     fn from(c: ConsistentReads) -> Self {
         match c {
+            ConsistentReads::Prove => Freshness::Prove,
             ConsistentReads::Forward => Freshness::Forward,
             ConsistentReads::ServeStale => Freshness::ServeStale,
         }
@@ -398,20 +420,37 @@ fn plan_for(
         layout,
         gzip: request.gzip,
     };
+    let proving = consistent == Freshness::Prove;
+    let read = |tc, plan, out, proof| CacheRead {
+        tc,
+        plan,
+        out,
+        proof,
+        proving,
+        arrived: request.arrived,
+    };
     if shape == Shape::Watch {
-        let plan = watch(&tc, rt, rp.name.clone(), namespace, opts, consistent, repr)?;
+        let (plan, proof) = watch(&tc, rt, rp.name.clone(), namespace, opts, consistent, repr)?;
         // Watch events are never indented nor compressed.
         let out = Output::default();
-        return Ok(CacheRead { tc, plan, out });
+        return Ok(read(tc, plan, out, proof));
     }
-    let mode_of = |m: Result<ReadMode, ModeError>| match m {
+    // Whether the read must be proven fresh first.
+    let mut proof = None;
+    let mut mode_of = |m: Result<ReadMode, ModeError>| match m {
         // The last known state, with a warning: the upstream cannot answer.
         Ok(ReadMode::MostRecent) if consistent == Freshness::Offline => Ok(ReadMode::MostRecent),
         Ok(ReadMode::MostRecent) if consistent == Freshness::Forward => {
             Err(Route::Forward(F::Consistent))
         }
-        // serve-stale's staleness is the watch's lag, never an outage's.
+        // Proofs and serve-stale both need the cache to follow the
+        // upstream (serve-stale's staleness is the watch's lag, never an
+        // outage's).
         Ok(ReadMode::MostRecent) if !tc.is_current() => Err(Route::Forward(F::NotCurrent)),
+        Ok(ReadMode::MostRecent) if proving => {
+            proof = Some(Want::Consistent);
+            Ok(ReadMode::MostRecent)
+        }
         // Served from the newest snapshot; a list still honours its limit,
         // as the consistent (etcd) list it stands in for does.
         Ok(ReadMode::MostRecent) => Ok(ReadMode::MostRecent),
@@ -431,7 +470,7 @@ fn plan_for(
             mode,
             repr,
         };
-        return Ok(CacheRead { tc, plan, out });
+        return Ok(read(tc, plan, out, proof));
     }
     opts.validate_list().map_err(refused)?;
     let (labels, fields) = selectors(rt, &tc, opts)?;
@@ -444,7 +483,7 @@ fn plan_for(
         labels,
         fields,
     };
-    Ok(CacheRead { tc, plan, out })
+    Ok(read(tc, plan, out, proof))
 }
 
 /// A refusal of the request, with the error that refuses it.
@@ -464,7 +503,8 @@ fn selectors(
     Ok((labels, fields))
 }
 
-/// A watch of a synced type: validated, its selection and start decided.
+/// A watch of a synced type: validated, its selection and start decided,
+/// and what must be proven before it starts.
 fn watch(
     tc: &TypeCache,
     rt: &ResourceType,
@@ -473,7 +513,7 @@ fn watch(
     opts: &ListOptions,
     consistent: Freshness,
     repr: Repr,
-) -> Result<Plan, Route> {
+) -> Result<(Plan, Option<Want>), Route> {
     use ForwardReason as F;
     opts.validate_watch().map_err(refused)?;
     let (labels, fields) = selectors(rt, tc, opts)?;
@@ -482,6 +522,7 @@ fn watch(
         Err(ModeError::Reject(e)) => return Err(refused(e)),
         Err(ModeError::Forward(_)) => return Err(Route::Forward(F::OutputOptions)),
     };
+    let mut proof = None;
     let (start, at_least) = match from {
         // Only a cache proven current may start at the most recent state
         // (or the last known one, while the upstream is unreachable).
@@ -490,11 +531,17 @@ fn watch(
             return Err(Route::Forward(F::Consistent))
         }
         WatchFrom::Latest(_) if !tc.is_current() => return Err(Route::Forward(F::NotCurrent)),
-        WatchFrom::Latest(i) | WatchFrom::Any(i) => (i.into(), None),
+        WatchFrom::Latest(i) => {
+            if consistent == Freshness::Prove {
+                proof = Some(Want::Consistent);
+            }
+            (i.into(), None)
+        }
+        WatchFrom::Any(i) => (i.into(), None),
         WatchFrom::After(rv) => (Start::After(rv), None),
         WatchFrom::AtLeast(rv) => (Start::InitialEvents, Some(rv)),
     };
-    Ok(Plan::Watch {
+    let plan = Plan::Watch {
         spec: WatchSpec {
             start,
             selection: Selection {
@@ -506,10 +553,11 @@ fn watch(
             repr,
             bookmarks: opts.allow_watch_bookmarks,
             timeout: super::watch::timeout(opts.timeout_seconds),
-            bookmarks_after: 0,
+            schedule: super::watch::Schedule::Timer,
         },
         at_least,
-    })
+    };
+    Ok((plan, proof))
 }
 
 /// Custom resources are the types whose lists came back unstructured.

@@ -15,8 +15,11 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConsistentReads {
-    /// Forward them: always correct.
+    /// Answer them from the cache once it is proven to hold every write
+    /// committed before they arrived (`freshness`), else forward them.
     #[default]
+    Prove,
+    /// Forward them all.
     Forward,
     /// Serve them from a synced cache: not linearizable (opt-in, dashboards).
     ServeStale,
@@ -40,6 +43,8 @@ pub struct ServeState {
     /// Started when kubecache stops accepting: watches end then.
     pub drain: super::listener::Drain,
     pub prometheus: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// Consistent reads forwarded together (`coalesce`).
+    pub coalesced: Arc<super::coalesce::Flights>,
 }
 
 impl ServeState {
@@ -77,6 +82,7 @@ impl ServeState {
             shutting_down: AtomicBool::new(false),
             drain: Default::default(),
             prometheus,
+            coalesced: super::coalesce::flights(),
         })
     }
 }

@@ -82,10 +82,101 @@ pub struct WatchSpec {
     pub repr: Repr,
     pub bookmarks: bool,
     pub timeout: Duration,
-    /// Bookmarks are only sent once the store is past this version; the
-    /// simulator uses it to keep the v1.20 cacher's silence for types that
-    /// have seen no event.
-    pub bookmarks_after: u64,
+    /// When its bookmarks go out.
+    pub schedule: Schedule,
+}
+
+/// When a watch's bookmarks go out.
+#[derive(Clone, Default)]
+pub enum Schedule {
+    /// kubecache's own: about once a minute and 2 s before the deadline,
+    /// each at the version the watcher stands at.
+    #[default]
+    Timer,
+    /// An apiserver cacher's (the simulator's): only at the ticks of the
+    /// type's [`BookmarkTimer`], to a watcher whose bucket is due by then,
+    /// and only when the tick's version is past the one the watch started
+    /// from.
+    Cacher(Arc<BookmarkTimer>),
+}
+
+impl std::fmt::Debug for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Schedule::Timer => f.write_str("Timer"),
+            Schedule::Cacher(_) => f.write_str("Cacher"),
+        }
+    }
+}
+
+/// One tick of a [`BookmarkTimer`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tick {
+    /// Ticks so far.
+    pub seq: u64,
+    /// The second since the timer was made that the tick falls in: the
+    /// buckets of watchers due up to it are popped.
+    pub bucket: u64,
+    /// The cacher's `lastProcessedResourceVersion`; 0 while it has none.
+    pub rv: u64,
+}
+
+/// An apiserver cacher's bookmark timer, as `cacher.go`'s `dispatchEvents`
+/// runs it (the same in v1.20 and the newest release): it ticks every
+/// `wait.Jitter(time.Second, 0.25)` (1–1.25 s), and at each tick the
+/// watchers whose bookmark is due by that second
+/// (`watcherBookmarkTimeBuckets`: one bucket per second since the cacher
+/// was made) get a bookmark at `lastProcessedResourceVersion`, if it is
+/// past the version they started from (`cache_watcher.go`: `if
+/// event.ResourceVersion > resourceVersion`), and are filed again at
+/// their next time (`nextBookmarkTime`: a minute on, or 2 s before their
+/// deadline if sooner, none once that is past).
+pub struct BookmarkTimer {
+    made: Instant,
+    ticks: tokio::sync::watch::Sender<Tick>,
+}
+
+impl BookmarkTimer {
+    pub fn new() -> Arc<Self> {
+        Arc::new(BookmarkTimer {
+            made: Instant::now(),
+            ticks: tokio::sync::watch::channel(Tick::default()).0,
+        })
+    }
+
+    /// The bucket of a time: its second since the timer was made.
+    fn bucket(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.made).as_secs()
+    }
+
+    fn last(&self) -> Tick {
+        *self.ticks.borrow()
+    }
+
+    fn subscribe(&self) -> tokio::sync::watch::Receiver<Tick> {
+        self.ticks.subscribe()
+    }
+
+    /// Ticks, each carrying `last_processed()`, for as long as anyone
+    /// holds the timer.
+    pub async fn run(self: Arc<Self>, last_processed: impl Fn() -> u64) {
+        let weak = Arc::downgrade(&self);
+        drop(self);
+        loop {
+            let jitter = rand::rng().random_range(0.0..0.25);
+            tokio::time::sleep(Duration::from_secs(1).mul_f64(1.0 + jitter)).await;
+            let Some(timer) = weak.upgrade() else { return };
+            let bucket = timer.bucket(Instant::now());
+            let rv = last_processed();
+            timer.ticks.send_modify(|t| {
+                *t = Tick {
+                    seq: t.seq + 1,
+                    bucket,
+                    rv,
+                }
+            });
+        }
+    }
 }
 
 /// The watch timeout: the client's `timeoutSeconds`, or the apiserver's
@@ -118,6 +209,7 @@ where
     S: AsRef<Store> + Send + Sync + 'static,
 {
     let store = (*source).as_ref();
+    let mut started = None;
     let (initial, pending, position, rx, closing) = match spec.start {
         Start::State | Start::InitialEvents => {
             let (snap, rx) = store.snapshot_and_subscribe();
@@ -136,9 +228,13 @@ where
             let (snap, rx) = store.snapshot_and_subscribe();
             (None, VecDeque::new(), snap.rv, rx, false)
         }
-        Start::After(rv) => match store.events_since(rv) {
-            Some((past, rx)) => {
-                let position = past.last().map_or(rv, |e| e.rv.max(rv));
+        Start::After(rv) => match store.replay(rv) {
+            Some(((past, rx), at)) => {
+                // A cacher's bookmarks must pass the version asked for (or
+                // the last event sent from the history), not where the
+                // watcher stands.
+                started = Some(past.last().map_or(rv, |e| e.rv.max(rv)));
+                let position = at;
                 let mut lines = VecDeque::new();
                 let mut closing = false;
                 for ev in past.iter() {
@@ -169,6 +265,7 @@ where
         pending,
         closing,
         resource,
+        started_at: started.unwrap_or(position),
     };
     let content_type = watcher.spec.repr.watch_content_type();
     tokio::spawn(watcher.run(rx, tx));
@@ -308,6 +405,20 @@ struct Watcher<S> {
     /// Set once the stream must end after what is queued (a 410 ERROR).
     closing: bool,
     resource: String,
+    /// The version the watch started from: a cacher's bookmarks must pass it.
+    started_at: u64,
+}
+
+/// The next tick of a cacher's timer; never without one, `None` once it
+/// is gone.
+async fn next_tick(ticks: &mut Option<tokio::sync::watch::Receiver<Tick>>) -> Option<Tick> {
+    match ticks {
+        Some(rx) => match rx.changed().await {
+            Ok(()) => Some(*rx.borrow_and_update()),
+            Err(_) => None,
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// Why a watch stream ended.
@@ -330,6 +441,25 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
         (at > now).then_some(at)
     }
 
+    /// The bucket of a cacher's timer in which the bookmark after `now`
+    /// is due (`nextBookmarkTime`, then `addWatcherThreadUnsafe`: never
+    /// before the bucket after the last popped); `None`: no more.
+    fn due_bucket(&self, timer: &BookmarkTimer, now: Instant) -> Option<u64> {
+        let at = self.next_bookmark_after(now)?;
+        Some(timer.bucket(at).max(timer.last().bucket + 1))
+    }
+
+    /// The cacher's next bookmark time after `now`: a minute on, or 2 s
+    /// before the deadline if that is sooner, none once that is past.
+    fn next_bookmark_after(&self, now: Instant) -> Option<Instant> {
+        if !self.spec.bookmarks {
+            return None;
+        }
+        let before_deadline = self.deadline.checked_sub(Duration::from_secs(2))?;
+        let at = (now + BOOKMARK_EVERY).min(before_deadline);
+        (at >= now).then_some(at)
+    }
+
     async fn run(mut self, mut rx: Receiver<Change>, tx: mpsc::Sender<Bytes>) {
         let end = self.pump(&mut rx, &tx).await;
         if let End::TooSlow = end {
@@ -343,7 +473,18 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
         // event was a tenth of the fan-out's CPU (perf).
         let deadline = tokio::time::sleep_until(self.deadline);
         tokio::pin!(deadline);
-        let mut bookmark_at = self.next_bookmark();
+        let timer = match &self.spec.schedule {
+            Schedule::Timer => None,
+            Schedule::Cacher(t) => Some(t.clone()),
+        };
+        let mut ticks = timer.as_ref().map(|t| t.subscribe());
+        let mut due = timer
+            .as_ref()
+            .and_then(|t| self.due_bucket(t, Instant::now()));
+        let mut bookmark_at = match timer {
+            None => self.next_bookmark(),
+            Some(_) => None,
+        };
         let bookmark = tokio::time::sleep_until(bookmark_at.unwrap_or(self.deadline));
         tokio::pin!(bookmark);
         let lag_check = tokio::time::sleep(LAG_CHECK);
@@ -391,14 +532,38 @@ impl<S: AsRef<Store> + Send + Sync + 'static> Watcher<S> {
                     if let Some(at) = bookmark_at {
                         bookmark.as_mut().reset(at);
                     }
-                    if self.position > self.spec.bookmarks_after {
-                        let repr = &self.spec.repr;
-                        if let Ok(obj) = repr.bookmark(&self.codec, self.position, false) {
-                            self.pending.push_back(repr.event("BOOKMARK", &obj));
+                    self.bookmark();
+                }
+                // A cacher's tick: due watchers get its bookmark. Like the
+                // cacher, none among the initial events.
+                tick = next_tick(&mut ticks),
+                    if !self.closing && self.initial.is_none() && self.told.is_none() => {
+                    let (Some(timer), Some(tick)) = (&timer, tick) else {
+                        // The timer is gone: no more bookmarks.
+                        ticks = None;
+                        continue;
+                    };
+                    if due.is_some_and(|d| d <= tick.bucket) {
+                        // What was dispatched before the tick is taken
+                        // first, as the cacher dispatches in order.
+                        if let Err(end) = self.exchange(rx, tx) {
+                            return end;
                         }
+                        if tick.rv > self.started_at {
+                            self.bookmark();
+                        }
+                        due = self.due_bucket(timer, Instant::now());
                     }
                 }
             }
+        }
+    }
+
+    /// Queues a bookmark at the version the watcher stands at.
+    fn bookmark(&mut self) {
+        let repr = &self.spec.repr;
+        if let Ok(obj) = repr.bookmark(&self.codec, self.position, false) {
+            self.pending.push_back(repr.event("BOOKMARK", &obj));
         }
     }
 
@@ -615,7 +780,7 @@ mod tests {
             repr: Repr::Json,
             bookmarks: true,
             timeout: Duration::from_millis(300),
-            bookmarks_after: 0,
+            schedule: Schedule::Timer,
         }
     }
 

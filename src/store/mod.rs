@@ -478,6 +478,12 @@ impl<M> Store<M> {
         self.read().rv
     }
 
+    /// How long since the last event was applied, if the history still
+    /// holds one (a relist starts it empty).
+    pub fn last_event_age(&self) -> Option<Duration> {
+        self.read().history.back().map(|e| e.at.elapsed())
+    }
+
     /// Live subscribers: open watches.
     pub fn watchers(&self) -> usize {
         self.events.receiver_count()
@@ -590,13 +596,20 @@ impl<M> Store<M> {
     /// older than the history. The subscription is taken under the lock so no
     /// event falls between the two.
     pub fn events_since(&self, rv: u64) -> Option<Replay<M>> {
+        self.replay(rv).map(|(replay, _)| replay)
+    }
+
+    /// `events_since`, and the store's rv when it subscribed: once the
+    /// past events are sent, a watcher stands there (a bookmark's progress
+    /// past the last event included).
+    pub fn replay(&self, rv: u64) -> Option<(Replay<M>, u64)> {
         let s = self.read();
         if rv < s.oldest {
             return None;
         }
         let rx = self.events.subscribe();
         let past = s.history.iter().filter(|e| e.rv > rv).cloned().collect();
-        Some((past, rx))
+        Some(((past, rx), s.rv.max(rv)))
     }
 
     /// The current state and a live subscription starting right after it.

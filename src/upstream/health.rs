@@ -4,6 +4,7 @@
 //! it is back rather than at the end of a 30 s wait. `/readyz?verbose`
 //! reports what it saw.
 
+use super::version::UpstreamVersion;
 use super::Upstream;
 use http::StatusCode;
 use http_body_util::BodyExt;
@@ -174,8 +175,15 @@ impl UpstreamHealth {
         });
     }
 
-    /// Probes `up` for as long as the health is wanted.
-    pub async fn run(self: Arc<Self>, up: Arc<Upstream>, cfg: ProbeConfig) {
+    /// Probes `up` for as long as the health is wanted, and reads its
+    /// version when it is first reached, whenever it is back after being
+    /// away (an upgrade restarts it), and every few minutes.
+    pub async fn run(
+        self: Arc<Self>,
+        up: Arc<Upstream>,
+        cfg: ProbeConfig,
+        version: Arc<UpstreamVersion>,
+    ) {
         loop {
             let reach = probe(&up, cfg.timeout).await;
             let wait = if reach.is_ok() {
@@ -183,7 +191,23 @@ impl UpstreamHealth {
             } else {
                 cfg.unhealthy
             };
+            let back = reach.is_ok() && !self.state.borrow().reach.is_ok();
+            let stale = version.known().is_none_or(|k| {
+                k.read_at.elapsed().unwrap_or_default() >= super::version::REREAD_EVERY
+            });
             self.record(reach);
+            if self.state.borrow().reach.is_ok() && (back || stale) {
+                if let Err(e) = tokio::time::timeout(cfg.timeout, version.refresh(&up))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(super::version::VersionError::NotAVersion(
+                            "no answer".into(),
+                        ))
+                    })
+                {
+                    tracing::info!(error = %e, "reading the upstream's version");
+                }
+            }
             if Arc::strong_count(&self) == 1 {
                 return;
             }

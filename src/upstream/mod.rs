@@ -12,6 +12,7 @@ pub mod discovery;
 pub mod exec;
 pub mod health;
 pub mod kubeconfig;
+pub mod version;
 
 use crate::body::{self, Body};
 use crate::encode::watch_gzip::Gunzip;

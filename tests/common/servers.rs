@@ -44,8 +44,12 @@ impl SimBuilder {
         self
     }
     /// Streaming lists answered like a current apiserver.
-    pub fn watch_list(mut self) -> Self {
-        self.opts.watch_list = true;
+    pub fn watch_list(self) -> Self {
+        self.personality(kubecache_sim::Personality::V1_36)
+    }
+    /// Which apiserver the simulator behaves as.
+    pub fn personality(mut self, p: kubecache_sim::Personality) -> Self {
+        self.opts.personality = p;
         self
     }
     pub async fn start(self) -> SimServer {
@@ -99,6 +103,7 @@ pub struct ProxyBuilder {
     auth: AuthConfig,
     limits: LimitsConfig,
     tls: Option<TlsServing>,
+    freshness: kubecache::freshness::FreshnessConfig,
 }
 
 impl ProxyBuilder {
@@ -111,7 +116,13 @@ impl ProxyBuilder {
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
             tls: None,
+            freshness: Default::default(),
         }
+    }
+    /// How proofs of freshness are bounded (`consistentReads: prove`).
+    pub fn freshness(mut self, f: kubecache::freshness::FreshnessConfig) -> Self {
+        self.freshness = f;
+        self
     }
     /// Serve HTTPS with this certificate (reloaded as its files change).
     pub fn tls(mut self, cert: Arc<ServingCert>) -> Self {
@@ -202,6 +213,7 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
         b.reflector,
         b.cache,
         Default::default(),
+        b.freshness,
     )
     .unwrap();
     // An upstream that refuses us is a scenario too: discovery then stays

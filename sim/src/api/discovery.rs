@@ -13,10 +13,7 @@ use serde_json::{json, Value};
 pub(super) fn answer(sim: &Sim, path: &str) -> Option<Response<Body>> {
     let answer = match path {
         "/healthz" | "/readyz" | "/livez" => respond(StatusCode::OK, Bytes::from_static(b"ok")),
-        "/version" => value(
-            StatusCode::OK,
-            json!({"major": "1", "minor": "20", "gitVersion": "v1.20.2-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19", "compiler": "gc", "platform": "linux/amd64"}),
-        ),
+        "/version" => value(StatusCode::OK, sim.personality.version()),
         "/api" => value(
             StatusCode::OK,
             json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]}),

@@ -64,7 +64,7 @@ pub(super) async fn read(
     let n = read.representation(accept)?;
     match (read.shape, read.name) {
         (Shape::Watch, _) => watch(sim, &read, n).await,
-        (_, Some(name)) => get(&read, key.unwrap_or_default(), name, n).await,
+        (_, Some(name)) => get(sim, &read, key.unwrap_or_default(), name, n).await,
         (_, None) => list(sim, &read, n).await,
     }
 }
@@ -204,6 +204,7 @@ fn go_type(t: &SimType, list: bool) -> String {
 }
 
 async fn get(
+    sim: &Sim,
     read: &Read<'_>,
     key: &str,
     name: &str,
@@ -211,7 +212,7 @@ async fn get(
 ) -> Result<Response<Body>, ReadError> {
     let t = read.t;
     let snap = match read.opts.get_mode() {
-        Ok(ReadMode::NotOlderThan(rv)) => match t.store.wait_for(rv, FRESHNESS_WAIT).await {
+        Ok(ReadMode::NotOlderThan(rv)) => match fresh_for(sim, t, rv).await {
             Ok(_) => t.store.current(),
             Err(have) => return Err(too_large(rv, have)),
         },
@@ -251,6 +252,7 @@ fn selection(t: &SimType, opts: &ListOptions) -> Result<Selection, ReadError> {
 }
 
 async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body>, ReadError> {
+    let _counted = sim.lists.enter();
     let (t, opts) = (read.t, read.opts);
     opts.validate_list()?;
     let sel = selection(t, opts)?;
@@ -263,19 +265,22 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
     let etcd_now = || sim.at_revision(t);
     let (snap, start, paged) = match mode {
         ReadMode::Any => (t.store.current(), None, false),
-        ReadMode::NotOlderThan(rv) if limit == 0 => {
-            match t.store.wait_for(rv, FRESHNESS_WAIT).await {
-                Ok(_) => (t.store.current(), None, false),
-                Err(have) => return Err(too_large(rv, have)),
-            }
-        }
+        ReadMode::NotOlderThan(rv) if limit == 0 => match fresh_for(sim, t, rv).await {
+            Ok(_) => (t.store.current(), None, false),
+            Err(have) => return Err(too_large(rv, have)),
+        },
         ReadMode::NotOlderThan(rv) => {
             if rv > sim.revision() {
                 return Err(too_large(rv, sim.revision()));
             }
             (etcd_now(), None, true)
         }
-        ReadMode::MostRecent => (etcd_now(), None, true),
+        // A current apiserver serves it from its watch cache, made fresh
+        // first; v1.20 from etcd. Either way: etcd's state now.
+        ReadMode::MostRecent => {
+            sim.make_fresh(t);
+            (etcd_now(), None, true)
+        }
         ReadMode::Exact(rv) => {
             if rv > sim.revision() {
                 return Err(too_large(rv, sim.revision()));
@@ -311,6 +316,17 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
         repr.list(&t.codec, &meta, &page.items)
             .map_err(CacheReadError::from)?,
     ))
+}
+
+/// Waits until the type's watch cache reaches `rv`, as the cacher's
+/// `waitUntilFreshLocked` does (3 s, then the 504): a current apiserver's
+/// progress requester takes it to etcd's revision at once when that is
+/// far enough; v1.20's waits for the type's own events.
+async fn fresh_for(sim: &Sim, t: &SimType, rv: u64) -> Result<u64, u64> {
+    if t.store.rv() < rv && rv <= sim.revision() {
+        sim.make_fresh(t);
+    }
+    t.store.wait_for(rv, FRESHNESS_WAIT).await
 }
 
 /// Where a namespace's objects' keys start (none for a cluster-wide read,
@@ -367,7 +383,7 @@ async fn watch(
     sim.watches_served
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let sel = selection(t, opts)?;
-    let start = if sim.watch_list {
+    let start = if sim.personality.watch_list() {
         // Validated now, waited for once the watch is under way.
         StreamingStart::Validated(streaming_from(opts)?)
     } else {
@@ -393,7 +409,7 @@ async fn watch(
     };
     let start = match start {
         StreamingStart::Ready(s) => s,
-        StreamingStart::Validated(from) => match wait_for_start(t, from).await {
+        StreamingStart::Validated(from) => match wait_for_start(sim, t, from).await {
             Ok(s) => s,
             // No error answer: the watch is served, and the library writes
             // the error's Status as its one (ERROR) event.
@@ -411,9 +427,9 @@ async fn watch(
         },
         bookmarks: opts.allow_watch_bookmarks,
         timeout: watch::timeout(opts.timeout_seconds),
-        // The v1.20 cacher bookmarks only types that have seen an event
-        // since it started; every simulated type starts at revision 1.
-        bookmarks_after: 1,
+        // Bookmarks at the ticks of the type's cacher timer, as the
+        // apiserver's (v1.20's: only once the type has seen an event).
+        schedule: watch::Schedule::Cacher(t.timer(sim.personality)),
     };
     let resp = watch::serve(t.clone(), t.codec.clone(), spec, t.rt.gvr.to_string());
     let resp = resp.map(|b| faults.body(b));
@@ -444,14 +460,20 @@ fn streaming_from(opts: &ListOptions) -> Result<WatchFrom, ReadError> {
 }
 
 /// A `sendInitialEvents` watch from a version the cache has not reached
-/// waits for it, then fails inside the stream.
-async fn wait_for_start(t: &SimType, from: WatchFrom) -> Result<Start, ReadError> {
+/// waits for it, then fails inside the stream. One from no version is a
+/// consistent read: its cache is made fresh first (`cacher.go` `Watch`:
+/// `getWatchCacheResourceVersion`, then `waitUntilWatchCacheFreshAndForceAllEvents`),
+/// so its initial-events-end bookmark carries etcd's revision.
+async fn wait_for_start(sim: &Sim, t: &SimType, from: WatchFrom) -> Result<Start, ReadError> {
     Ok(match from {
-        // The simulator's store is its etcd: its state is the latest.
-        WatchFrom::Latest(i) | WatchFrom::Any(i) => i.into(),
+        WatchFrom::Latest(i) => {
+            sim.make_fresh(t);
+            i.into()
+        }
+        WatchFrom::Any(i) => i.into(),
         WatchFrom::After(rv) => Start::After(rv),
         WatchFrom::AtLeast(rv) => {
-            if let Err(have) = t.store.wait_for(rv, FRESHNESS_WAIT).await {
+            if let Err(have) = fresh_for(sim, t, rv).await {
                 return Err(too_large(rv, have));
             }
             Start::InitialEvents

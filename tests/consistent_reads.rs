@@ -1,0 +1,274 @@
+//! Consistent reads (resourceVersion unset) answered from the cache once
+//! it is proven to hold every write committed before them
+//! (`consistentReads: prove`, the default): in front of a current
+//! apiserver (the simulator's v1.36 personality) a busy type is proven by
+//! its own events and a quiet one by a side watch's bookmark; in front of
+//! v1.20, whose bookmarks never move for a quiet type, a quiet type's
+//! reads are forwarded. Gets, lists, pages and streaming lists alike, and
+//! reads at a version newer than their type's last change.
+
+mod common;
+
+use common::*;
+use http::Method;
+use kubecache::serve::ConsistentReads;
+use kubecache_sim::Personality;
+use serde_json::json;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+async fn sim(p: Personality) -> SimServer {
+    SimBuilder::new().personality(p).start().await
+}
+
+async fn proving(up: &str) -> Proxy {
+    ProxyBuilder::new(up)
+        .consistent(ConsistentReads::Prove)
+        .no_consistency_check()
+        .start()
+        .await
+}
+
+/// How many reads of `resource` the proxy answered and forwarded so far.
+fn counts(p: &Proxy, resource: &str) -> (u64, u64) {
+    let tc = type_cache(p, resource).expect("cached");
+    (
+        tc.activity.served.load(Ordering::Relaxed),
+        tc.activity.forwarded.load(Ordering::Relaxed),
+    )
+}
+
+/// A write to another type: the upstream's revision moves on, the
+/// configmaps stay quiet. Returns the revision it took.
+async fn write_elsewhere(up: &str, name: &str) -> u64 {
+    let r = send(
+        Method::POST,
+        &format!("{up}/api/v1/namespaces/default/services"),
+        Some(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn list_rv(r: &Resp) -> u64 {
+    r.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_types_consistent_list_is_proven_by_a_bookmark_and_served_from_the_cache() {
+    within(60, async {
+        let s = sim(Personality::V1_36).await;
+        let p = proving(&s.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let mut worst = Duration::ZERO;
+        for i in 0..5 {
+            let rev = write_elsewhere(&s.url, &format!("svc-{i}")).await;
+            let before = counts(&p, "v1/configmaps");
+            let started = Instant::now();
+            let r = get(&format!("{}/api/v1/configmaps", p.url)).await;
+            worst = worst.max(started.elapsed());
+            assert_eq!(r.status, 200, "{}", r.text());
+            assert!(
+                list_rv(&r) >= rev,
+                "the list at {} is older than the write at {rev}",
+                list_rv(&r)
+            );
+            let after = counts(&p, "v1/configmaps");
+            assert_eq!(after.0, before.0 + 1, "served from the cache");
+            assert_eq!(after.1, before.1, "not forwarded");
+        }
+        // A side watch's bookmark comes at a tick of the upstream's timer
+        // (every 1–1.25 s) once due: at most ~2.25 s.
+        assert!(
+            worst < Duration::from_millis(2500),
+            "a proof took {worst:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_types_consistent_reads_are_proven_by_its_own_events() {
+    within(60, async {
+        let s = sim(Personality::V1_20).await;
+        s.sim.start_churn(100.0);
+        let p = proving(&s.url).await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        let before = counts(&p, "v1/pods");
+        for _ in 0..20 {
+            let r = get(&format!("{}/api/v1/pods?limit=5", p.url)).await;
+            assert_eq!(r.status, 200, "{}", r.text());
+            assert_eq!(r.json()["items"].as_array().unwrap().len(), 5);
+        }
+        let after = counts(&p, "v1/pods");
+        assert_eq!(after.1, before.1, "none forwarded");
+        assert_eq!(after.0, before.0 + 20);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_front_of_v1_20_a_quiet_types_consistent_reads_are_forwarded() {
+    within(60, async {
+        let s = sim(Personality::V1_20).await;
+        let p = proving(&s.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let rev = write_elsewhere(&s.url, "svc").await;
+        let before = counts(&p, "v1/configmaps");
+        let r = get(&format!("{}/api/v1/configmaps", p.url)).await;
+        assert_eq!(r.status, 200);
+        assert!(list_rv(&r) >= rev);
+        let after = counts(&p, "v1/configmaps");
+        assert_eq!(after.1, before.1 + 1, "forwarded");
+        let mode = type_cache(&p, "v1/configmaps").unwrap().freshness_mode();
+        assert_eq!(mode.name, "forwarded", "{}", mode.why);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_before_a_consistent_read_is_in_its_answer() {
+    within(120, async {
+        let s = sim(Personality::V1_36).await;
+        let p = proving(&s.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let mut stale = 0;
+        for i in 0..100 {
+            let name = format!("ryw-{i}");
+            let c = send(
+                Method::POST,
+                &format!("{}/api/v1/namespaces/default/configmaps", s.url),
+                Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})),
+            )
+            .await;
+            assert_eq!(c.status, 201);
+            let got = get(&format!(
+                "{}/api/v1/namespaces/default/configmaps/{name}",
+                p.url
+            ))
+            .await;
+            let listed = get(&format!(
+                "{}/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3D{name}",
+                p.url
+            ))
+            .await;
+            if got.status != 200 || listed.json()["items"].as_array().map_or(0, Vec::len) != 1 {
+                stale += 1;
+            }
+        }
+        assert_eq!(stale, 0);
+        let (served, forwarded) = counts(&p, "v1/configmaps");
+        assert!(served >= 200, "served {served}, forwarded {forwarded}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_newer_than_its_quiet_types_last_change_is_answered_by_a_current_upstream() {
+    within(60, async {
+        let s = sim(Personality::V1_36).await;
+        let p = proving(&s.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let rev = write_elsewhere(&s.url, "svc").await;
+        let started = Instant::now();
+        let r = get(&format!(
+            "{}/api/v1/configmaps?resourceVersion={rev}",
+            p.url
+        ))
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(list_rv(&r) >= rev);
+        assert!(started.elapsed() < Duration::from_millis(2500));
+        let one = s
+            .sim
+            .types
+            .values()
+            .find(|t| t.rt.gvr.resource == "configmaps")
+            .unwrap();
+        let key = one
+            .store
+            .current()
+            .items
+            .iter()
+            .next()
+            .unwrap()
+            .key
+            .to_string();
+        let r = get(&format!(
+            "{}/api/v1/namespaces/{}?resourceVersion={rev}",
+            p.url,
+            key.replacen('/', "/configmaps/", 1)
+        ))
+        .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_list_is_served_from_the_cache_with_its_end_bookmark_at_the_proven_version() {
+    within(60, async {
+        let s = sim(Personality::V1_36).await;
+        let p = proving(&s.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let rev = write_elsewhere(&s.url, "svc").await;
+        let before = counts(&p, "v1/configmaps");
+        let q = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=3";
+        let r = get(&format!("{}/api/v1/configmaps?{q}", p.url)).await;
+        assert_eq!(r.status, 200);
+        let events: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&r.body)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let objects = s.sim.types.values().find(|t| t.rt.gvr.resource == "configmaps").unwrap().store.len();
+        let added = events.iter().take_while(|e| e["type"] == "ADDED").count();
+        assert_eq!(added, objects);
+        let end = &events[added];
+        assert_eq!(end["type"], "BOOKMARK");
+        assert_eq!(end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+        let at: u64 = end["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+        assert!(at >= rev, "the end bookmark at {at} is older than the write at {rev}");
+        let after = counts(&p, "v1/configmaps");
+        assert_eq!(after.1, before.1, "not forwarded");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_consistent_reads_that_no_proof_answers_share_one_upstream_read() {
+    within(60, async {
+        let s = sim(Personality::V1_20).await;
+        let p = proving(&s.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        // Every upstream answer takes 300 ms: reads arriving together
+        // overlap the one under way.
+        let r = get(&format!("{}/sim/faults?latencyMs=300", s.url)).await;
+        assert_eq!(r.status, 200);
+        let before = s.sim.lists.total.load(Ordering::Relaxed);
+        let rev = write_elsewhere(&s.url, "svc").await;
+        let reads: Vec<_> = (0..100)
+            .map(|_| {
+                let url = format!("{}/api/v1/configmaps", p.url);
+                tokio::spawn(async move { get(&url).await })
+            })
+            .collect();
+        for r in reads {
+            let r = r.await.unwrap();
+            assert_eq!(r.status, 200, "{}", r.text());
+            assert!(list_rv(&r) >= rev, "as fresh as the apiserver's");
+        }
+        let lists = s.sim.lists.total.load(Ordering::Relaxed) - before;
+        // One read under way when most arrive, and the one after it.
+        assert!(lists <= 3, "{lists} upstream lists for 100 identical reads");
+    })
+    .await;
+}
