@@ -124,7 +124,7 @@ fn a_mistyped_flag_or_value_gets_the_suggestion_and_the_allowed_values() {
     let (code, stderr) = serve(&["--listen", "127.0.0.1:0", "--consistent-reads", "fresh"]);
     assert_eq!(code, Some(64), "{stderr}");
     assert!(
-        stderr.contains("[possible values: forward, serve-stale]"),
+        stderr.contains("[possible values: prove, forward, serve-stale]"),
         "{stderr}"
     );
 }

@@ -18,7 +18,7 @@ pub mod openapi;
 pub mod patch;
 mod simulator;
 
-pub use simulator::{Personality, Sim, SimOptions, SimType, WriteError};
+pub use simulator::{Personality, Sim, SimOptions, SimType, WriteError, WIDGETS};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -82,7 +82,14 @@ pub struct SimOptions {
     pub fault_schedule: Vec<(Duration, FaultCommand)>,
     /// Which apiserver it behaves as.
     pub personality: Personality,
+    /// Serve a custom resource too: `widgets.ref.example.com/v1`
+    /// (namespaced, kind Widget, no printer columns), as a CRD would.
+    pub custom_resource: bool,
 }
+
+/// The custom resource `custom_resource` adds: the one recorded from
+/// v1.36 in `../shared/reference` is also `widgets` in `ref.example.com`.
+pub const WIDGETS: (&str, &str, &str) = ("ref.example.com", "widgets", "Widget");
 
 /// Which kube-apiserver the simulator behaves as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -148,6 +155,7 @@ impl Default for SimOptions {
             faults: vec![],
             fault_schedule: vec![],
             personality: Personality::default(),
+            custom_resource: false,
         }
     }
 }
@@ -307,6 +315,24 @@ const VERBS: [&str; 8] = [
     "watch",
 ];
 
+/// `WIDGETS`, as its CRD's discovery shows it.
+fn custom_type() -> (ResourceType, DiscoveryExtras) {
+    let (group, resource, kind) = WIDGETS;
+    (
+        ResourceType {
+            gvr: GroupVersionResource::new(group, "v1", resource),
+            kind: kind.into(),
+            namespaced: true,
+            verbs: VERBS.iter().map(|s| s.to_string()).collect(),
+        },
+        DiscoveryExtras {
+            short_names: &[],
+            categories: &[],
+            storage_version_hash: "Hb9xNw0bCZs=",
+        },
+    )
+}
+
 fn builtin_types() -> Vec<(ResourceType, DiscoveryExtras)> {
     let rt = |g: &str,
               r: &str,
@@ -380,10 +406,22 @@ fn builtin_types() -> Vec<(ResourceType, DiscoveryExtras)> {
 
 impl Sim {
     pub fn new(opts: &SimOptions) -> Arc<Self> {
-        let types = builtin_types()
+        let mut types = builtin_types();
+        if opts.custom_resource {
+            types.push(custom_type());
+        }
+        let types = types
             .into_iter()
             .map(|(rt, discovery)| {
-                let codec = Arc::new(TypeCodec::for_type(&rt, ListStyle::Typed));
+                // A custom resource is unstructured, and printed by its
+                // CRD's columns (none here), not by printers.go.
+                let custom = rt.gvr.group == WIDGETS.0;
+                let style = if custom {
+                    ListStyle::Unstructured
+                } else {
+                    ListStyle::Typed
+                };
+                let codec = Arc::new(TypeCodec::for_type(&rt, style));
                 let printer = Printer::builtin(&rt.gvr.group, &rt.gvr.version, &rt.gvr.resource);
                 (
                     rt.gvr.clone(),

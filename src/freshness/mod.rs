@@ -74,9 +74,11 @@ impl Default for FreshnessConfig {
     }
 }
 
-/// A type whose last event is younger than this changes: its own watch
-/// is worth waiting for.
-const CHANGING: Duration = Duration::from_secs(5);
+/// A type with this many events in the last second changes often enough
+/// that its own watch passes a probed revision within a few tens of
+/// milliseconds: it is worth waiting for. (A type with fewer may wait a
+/// second or more for its next event.)
+const BUSY_EVENTS: usize = 20;
 /// How long a changing type's own events are waited for before side
 /// watches are asked for too.
 const EVENTS_FIRST: Duration = Duration::from_millis(50);
@@ -89,6 +91,12 @@ const PULSE_EVERY: Duration = Duration::from_millis(500);
 /// Side watches in a row that should have proven a type and did not,
 /// before the upstream's bookmarks are taken not to follow its reads.
 const MISSES_TO_DISPROVE: u32 = 3;
+
+/// Whether `store`'s type changes often enough for its own watch to prove
+/// it soon.
+fn busy(store: &Store) -> bool {
+    store.events_within(Duration::from_secs(1), BUSY_EVENTS) >= BUSY_EVENTS
+}
 
 /// What a read needs proven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,10 +255,10 @@ impl Freshness {
             Some(k) => k.version.to_string(),
             None => "an upstream whose version is not known yet".into(),
         };
-        if store.last_event_age().is_some_and(|age| age < CHANGING) {
+        if busy(store) {
             return Mode {
                 name: "events",
-                why: "it changes: its own watch passes the probed revision".into(),
+                why: format!("busy ({BUSY_EVENTS}+ events a second): its own watch passes the probed revision"),
             };
         }
         if c.fresh_bookmarks {
@@ -310,7 +318,7 @@ impl Freshness {
             }
         }
         let c = self.version.consistency();
-        let changing = store.last_event_age().is_some_and(|age| age < CHANGING);
+        let changing = busy(store);
         if !c.fresh_bookmarks && !changing {
             return Err(Unproven::NoProof(self.mode(store).why));
         }

@@ -86,6 +86,8 @@ fn ready_checks(state: &ServeState) -> Vec<Check> {
         upstream = upstream.saying(format!("{} for {secs}s", reach.describe()));
     }
     checks.push(upstream);
+    // What the upstream can prove of consistent reads (informative).
+    checks.push(Check::new("consistent-reads", true).saying(state.upstream_consistency()));
     let mut types: Vec<Check> = state
         .cache
         .all()
@@ -118,6 +120,18 @@ fn ready_checks(state: &ServeState) -> Vec<Check> {
             }
         })
         .collect();
+    types.extend(
+        state
+            .cache
+            .all()
+            .into_iter()
+            .filter(|tc| tc.is_synced())
+            .map(|tc| {
+                let mode = state.consistent_mode(&tc);
+                Check::new(format!("consistent-reads/{}", tc.rt.gvr), true)
+                    .saying(format!("{}: {}", mode.name, mode.why))
+            }),
+    );
     types.sort_by(|a, b| a.name.cmp(&b.name));
     checks.extend(types);
     checks

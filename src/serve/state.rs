@@ -47,7 +47,69 @@ pub struct ServeState {
     pub coalesced: Arc<super::coalesce::Flights>,
 }
 
+/// How a type's consistent reads are answered now, and why: the
+/// setting's word, or under `prove` the type's proof (`freshness`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsistentMode {
+    /// `events`, `bookmarks`, `forwarded` (under prove), `forward` or
+    /// `serve-stale`.
+    pub name: &'static str,
+    pub why: String,
+}
+
+impl ConsistentReads {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsistentReads::Prove => "prove",
+            ConsistentReads::Forward => "forward",
+            ConsistentReads::ServeStale => "serve-stale",
+        }
+    }
+}
+
 impl ServeState {
+    /// How `tc`'s consistent reads are answered now, and why.
+    pub fn consistent_mode(&self, tc: &crate::cache::TypeCache) -> ConsistentMode {
+        match self.consistent {
+            ConsistentReads::Prove => {
+                let m = tc.freshness_mode();
+                ConsistentMode {
+                    name: m.name,
+                    why: m.why,
+                }
+            }
+            ConsistentReads::Forward => ConsistentMode {
+                name: "forward",
+                why: "consistentReads: forward sends every one upstream".into(),
+            },
+            ConsistentReads::ServeStale => ConsistentMode {
+                name: "serve-stale",
+                why: "consistentReads: serve-stale answers them from the synced cache, unproven"
+                    .into(),
+            },
+        }
+    }
+
+    /// What kubecache knows of its upstream and what it can prove, in a
+    /// line.
+    pub fn upstream_consistency(&self) -> String {
+        let f = self.cache.freshness();
+        let version = match f.version().known() {
+            Some(k) => k.version.to_string(),
+            None => "version not read yet".into(),
+        };
+        let c = f.version().consistency();
+        let proves = if c.fresh_bookmarks {
+            "busy types proven by their events, quiet ones by bookmarks"
+        } else {
+            "busy types proven by their events, quiet ones forwarded (shared)"
+        };
+        match self.consistent {
+            ConsistentReads::Prove => format!("prove; upstream {version}: {proves}"),
+            other => format!("{}; upstream {version}", other.as_str()),
+        }
+    }
+
     /// What serving shares, its upstream clients made from `upstream`: in
     /// authorize mode, also one presenting none of kubecache's credentials
     /// (for requests forwarded with a client's own) and the reviews.

@@ -26,6 +26,10 @@ struct Page {
     /// Reads are answered from the last known state, with a Warning: the
     /// upstream is unreachable and `--serve-stale-when-offline` is on.
     serving_stale: bool,
+    /// The upstream's version, as last read from its `/version`.
+    upstream_version: Option<String>,
+    /// The `consistentReads` setting and what the upstream can prove.
+    consistent_reads: String,
     types: Vec<TypeRow>,
 }
 
@@ -53,10 +57,24 @@ struct TypeRow {
     /// When the snapshot its state was restored from was written, until
     /// the upstream lists the type again (RFC 3339).
     restored_from: Option<String>,
+    /// How its consistent reads are answered now (events, bookmarks,
+    /// forwarded; or the setting: forward, serve-stale), and why.
+    consistent_reads: String,
+    consistent_reads_why: String,
+    /// The last proof of freshness: how and how long, or why it failed.
+    last_proof: Option<String>,
 }
 
 impl TypeRow {
-    fn of(tc: &TypeCache) -> Self {
+    fn of(tc: &TypeCache, state: &ServeState) -> Self {
+        let mode = state.consistent_mode(tc);
+        let last_proof = tc.proofs.last().map(|(outcome, at)| {
+            let ago = at.elapsed().map_or(0, |d| d.as_secs());
+            match outcome {
+                Ok(p) => format!("{} in {:.0?}, {ago} s ago", p.how.as_str(), p.took),
+                Err(e) => format!("not proven ({e}), {ago} s ago"),
+            }
+        });
         let (objects, bytes) = tc.store.size();
         let served = tc.activity.served.load(Ordering::Relaxed);
         let forwarded = tc.activity.forwarded.load(Ordering::Relaxed);
@@ -80,12 +98,20 @@ impl TypeRow {
                 .map(|(_, at)| at.elapsed().map_or(0, |d| d.as_secs())),
             last_error: error.map(|(why, _)| why),
             restored_from: tc.restored_at().map(crate::go::time::format_rfc3339),
+            consistent_reads: mode.name.to_string(),
+            consistent_reads_why: mode.why,
+            last_proof,
         }
     }
 }
 
 fn page_of(state: &ServeState) -> Page {
-    let mut types: Vec<TypeRow> = state.cache.all().iter().map(|tc| TypeRow::of(tc)).collect();
+    let mut types: Vec<TypeRow> = state
+        .cache
+        .all()
+        .iter()
+        .map(|tc| TypeRow::of(tc, state))
+        .collect();
     types.sort_by(|a, b| a.resource.cmp(&b.resource));
     let seen = state.cache.upstream_health().current();
     Page {
@@ -93,6 +119,13 @@ fn page_of(state: &ServeState) -> Page {
         upstream: state.forward.uri("/").to_string(),
         upstream_state: seen.reach.describe(),
         serving_stale: state.cache.offline(),
+        upstream_version: state
+            .cache
+            .freshness()
+            .version()
+            .known()
+            .map(|k| k.version.to_string()),
+        consistent_reads: state.upstream_consistency(),
         types,
     }
 }
@@ -171,13 +204,18 @@ fn html(page: &Page) -> String {
                 escape(at)
             )
         });
+        let proof = t.last_proof.as_deref().map_or(String::new(), |p| {
+            format!("<br><small>last: {}</small>", escape(p))
+        });
         let _ = writeln!(
             rows,
             "<tr data-resource=\"{r}\" class=\"{state}\"><td>{r}{eager}</td><td>{state}{restored}</td>\
              <td class=\"n\" data-objects=\"{objects}\">{objects}</td><td class=\"n\">{bytes}</td>\
              <td class=\"n\">{rv}</td><td class=\"n\">{lag}</td><td class=\"n\">{watchers}</td>\
              <td class=\"n\">{hits}</td><td class=\"n\">{served}</td><td class=\"n\">{forwarded}</td>\
-             <td>{error}</td></tr>",
+             <td title=\"{why}\">{consistent}{proof}</td><td>{error}</td></tr>",
+            why = escape(&t.consistent_reads_why),
+            consistent = escape(&t.consistent_reads),
             r = escape(&t.resource),
             eager = if t.eager { " <small>eager</small>" } else { "" },
             state = t.state,
@@ -198,14 +236,16 @@ fn html(page: &Page) -> String {
          tr.failing td,tr.refused td,tr.too-large td{{background:#fff0f0}}small{{color:#888}}\
          </style></head><body>\n<h1>kubecache {version}</h1>\n\
          <p>upstream <code>{upstream}</code>: {upstream_state}. {n} types cached. \
-         The same as JSON: <code>Accept: application/json</code>.</p>\n{stale}\
+         The same as JSON: <code>Accept: application/json</code>.</p>\n\
+         <p id=\"consistent\">consistent reads: {consistent}</p>\n{stale}\
          <table id=\"types\"><thead><tr><th>resource</th><th>state</th><th>objects</th>\
          <th>bytes</th><th>resourceVersion</th><th>lag</th><th>watchers</th><th>hit ratio</th>\
-         <th>served</th><th>forwarded</th><th>last error</th></tr></thead>\n<tbody>\n{rows}</tbody></table>\n\
+         <th>served</th><th>forwarded</th><th>consistent reads</th><th>last error</th></tr></thead>\n<tbody>\n{rows}</tbody></table>\n\
          </body></html>\n",
         version = page.version,
         upstream = escape(&page.upstream),
         upstream_state = escape(&page.upstream_state),
+        consistent = escape(&page.consistent_reads),
         n = page.types.len(),
         stale = if page.serving_stale {
             "<p id=\"stale\"><strong>The upstream is unreachable: reads are answered from the \
@@ -237,6 +277,9 @@ mod tests {
             last_error: error.map(str::to_string),
             last_error_seconds_ago: error.map(|_| 9),
             restored_from: None,
+            consistent_reads: "bookmarks".into(),
+            consistent_reads_why: "quiet: v1.36.2 makes its bookmarks fresh".into(),
+            last_proof: Some("bookmark in 1.1s, 3 s ago".into()),
         }
     }
 
@@ -247,6 +290,8 @@ mod tests {
             upstream: "https://k8s.example:6443".into(),
             upstream_state: "ok".into(),
             serving_stale: false,
+            upstream_version: Some("v1.36.2".into()),
+            consistent_reads: "prove; upstream v1.36.2".into(),
             types: vec![
                 row("v1/pods", None),
                 row("apps/v1/deployments", Some("listing: <b>500</b> & \"bad\"")),
@@ -263,6 +308,8 @@ mod tests {
             "no external asset"
         );
         assert!(!html.contains("id=\"stale\""));
+        assert!(html.contains("consistent reads: prove; upstream v1.36.2"));
+        assert!(html.contains("<td title=\"quiet: v1.36.2 makes its bookmarks fresh\">bookmarks<br><small>last: bookmark in 1.1s, 3 s ago</small></td>"), "{html}");
     }
 
     #[test]
@@ -274,6 +321,8 @@ mod tests {
             upstream: "https://k8s.example:6443".into(),
             upstream_state: "unreachable: refused".into(),
             serving_stale: true,
+            upstream_version: None,
+            consistent_reads: "prove; upstream version not read yet".into(),
             types: vec![restored],
         };
         let html = html(&page);
@@ -307,6 +356,9 @@ mod tests {
             "served",
             "forwarded",
             "lastError",
+            "consistentReads",
+            "consistentReadsWhy",
+            "lastProof",
         ] {
             assert!(v.get(field).is_some(), "{field}: {v}");
         }

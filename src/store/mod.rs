@@ -478,10 +478,16 @@ impl<M> Store<M> {
         self.read().rv
     }
 
-    /// How long since the last event was applied, if the history still
-    /// holds one (a relist starts it empty).
-    pub fn last_event_age(&self) -> Option<Duration> {
-        self.read().history.back().map(|e| e.at.elapsed())
+    /// How many events were applied in the last `window`, counting to
+    /// `at_most` at most (the history holds them; a relist starts it empty).
+    pub fn events_within(&self, window: Duration, at_most: usize) -> usize {
+        let s = self.read();
+        s.history
+            .iter()
+            .rev()
+            .take(at_most)
+            .take_while(|e| e.at.elapsed() <= window)
+            .count()
     }
 
     /// Live subscribers: open watches.

@@ -47,6 +47,11 @@ impl SimBuilder {
     pub fn watch_list(self) -> Self {
         self.personality(kubecache_sim::Personality::V1_36)
     }
+    /// Serve the custom resource `widgets.ref.example.com/v1` too.
+    pub fn custom_resource(mut self) -> Self {
+        self.opts.custom_resource = true;
+        self
+    }
     /// Which apiserver the simulator behaves as.
     pub fn personality(mut self, p: kubecache_sim::Personality) -> Self {
         self.opts.personality = p;

@@ -539,6 +539,17 @@ mod tests {
         for t in sim.types.values() {
             assert!(t.printer.is_some(), "{}", t.rt.gvr);
         }
+        let with_widgets = Sim::new(&SimOptions {
+            custom_resource: true,
+            ..Default::default()
+        });
+        let widgets = with_widgets
+            .type_of("ref.example.com", "v1", "widgets")
+            .unwrap();
+        assert!(
+            widgets.printer.is_none(),
+            "a custom resource is printed by its CRD"
+        );
     }
 
     #[test]
