@@ -222,6 +222,11 @@ struct DemoArgs {
     /// Pod updates per second, as kubelets and controllers make them.
     #[arg(long, default_value_t = 2.0)]
     churn: f64,
+    /// Which kube-apiserver the simulator behaves as: v1.36 (the default:
+    /// kubecache proves its consistent reads fresh, quiet types too) or
+    /// v1.20.
+    #[arg(long = "version", value_name = "VERSION", default_value = "v1.36", value_parser = parse_personality)]
+    personality: Personality,
 }
 
 #[derive(clap::Args)]
@@ -760,10 +765,8 @@ async fn run_demo(
             "v1/nodes".into(),
             "apps/v1/deployments".into(),
         ],
-        // The simulator is beside it and the cache follows it closely:
-        // kubectl's paginated lists are answered from the cache too, as
-        // long as it is current (README, "consistentReads").
-        consistent_reads: Some(ConsistentReads::ServeStale),
+        // kubecache's defaults: kubectl's (consistent) lists are answered
+        // from the cache once it is proven fresh (README, "consistentReads").
         ..Default::default()
     }
     .into_serve()?;
@@ -778,7 +781,8 @@ fn demo_guide(sim: SocketAddr, listen: SocketAddr) {
     let k = format!("kubectl --server http://{listen}");
     eprintln!(
         "kubecache demo: simulated apiserver on http://{sim}, kubecache on http://{listen}\n\
-         (consistentReads: serve-stale: kubectl's lists are answered from the cache while it follows the simulator)\n\
+         (consistentReads: prove: kubectl's lists are answered from the cache once it is proven to hold every\n\
+         \x20write made before them: at once for a busy type, within a second or two for a quiet one)\n\
          answered from the cache:\n\
          \x20 {k} get pods -A\n\
          \x20 {k} get deploy,cm,ns,no -A -l app=web\n\
@@ -870,6 +874,7 @@ fn run(
                 pods: args.pods,
                 configmaps: args.configmaps,
                 churn: args.churn,
+                personality: args.personality,
                 ..Default::default()
             };
             runtime().block_on(run_demo(opts, sim_listen, listen))
