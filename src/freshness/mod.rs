@@ -186,9 +186,12 @@ pub struct TypeProofs {
     probed: Mutex<Option<(u64, Instant)>>,
     /// The newest version a side watch's bookmark is proving (or proved)
     /// the type at: set before it is applied.
-    proven: AtomicU64,
+    proving: AtomicU64,
     /// The last proof, for the status page.
     last: Mutex<Option<(Result<Proven, Unproven>, std::time::SystemTime)>>,
+    /// Proofs made and failed so far.
+    pub proven: AtomicU64,
+    pub unproven: AtomicU64,
 }
 
 static START: OnceLock<std::time::Instant> = OnceLock::new();
@@ -216,6 +219,11 @@ impl TypeProofs {
     }
 
     fn record(&self, outcome: &Result<Proven, Unproven>) {
+        let counter = match outcome {
+            Ok(_) => &self.proven,
+            Err(_) => &self.unproven,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((outcome.clone(), std::time::SystemTime::now()));
     }
@@ -355,7 +363,7 @@ impl Freshness {
             self.want_bookmarks(tc, proofs);
         }
         match store.wait_for(target, left(Instant::now())).await {
-            Ok(_) if proofs.proven.load(Ordering::Acquire) >= target => Ok(How::Bookmark),
+            Ok(_) if proofs.proving.load(Ordering::Acquire) >= target => Ok(How::Bookmark),
             Ok(_) => Ok(How::Events),
             Err(_) => Err(Unproven::Timeout(bound)),
         }
@@ -422,7 +430,7 @@ impl Freshness {
                     let (me, tc, proofs) = (me.clone(), tc.clone(), proofs.clone());
                     tokio::spawn(async move {
                         let started = Instant::now();
-                        let (from, ended) = side_watch::run(&me.up, &tc, &proofs.proven).await;
+                        let (from, ended) = side_watch::run(&me.up, &tc, &proofs.proving).await;
                         drop(slot);
                         me.side_watch_ended(&proofs, started, from, &ended);
                     });
