@@ -1,7 +1,10 @@
 //! Real clients watching through kubecache: kube-rs reflectors (list then
 //! watch, RV=0 lists, streaming lists) and `kubectl get pods -w -o json`
 //! end up with exactly the upstream's state while pods are created,
-//! relabelled and deleted, and kubectl prints what it prints upstream.
+//! relabelled and deleted, and kubectl prints what it prints upstream —
+//! with consistent reads forwarded, and with them proven and answered from
+//! the cache (`consistentReads: prove`, in front of the simulator as v1.36
+//! and the real v1.20), `kubectl get` and the Python client too.
 
 mod common;
 
@@ -11,6 +14,8 @@ use http::Method;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::{reflector, watcher};
 use kube::{Api, Client, Config};
+use kubecache::serve::ConsistentReads;
+use kubecache_sim::Personality;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
@@ -84,8 +89,8 @@ enum InitialList {
 }
 
 /// Through `hops` kubecaches, each in front of the one before it.
-async fn reflector_converges(up: &str, how: InitialList, hops: usize) {
-    let chain = start_chain(up, hops).await;
+async fn reflector_converges(up: &str, how: InitialList, hops: usize, consistent: ConsistentReads) {
+    let chain = start_chain_with(up, hops, consistent).await;
     let p = chain.front();
     let ns = namespace_with_a_pod(up, "kube-rs").await;
     wait_chain_synced(&chain, "/api/v1/pods", "v1/pods").await;
@@ -139,9 +144,35 @@ async fn reflector_converges(up: &str, how: InitialList, hops: usize) {
     assert_eq!(labels, ["db"], "{how:?}");
     task.abort();
     assert_eq!(*errors.lock().unwrap(), Vec::<String>::new(), "{how:?}");
+    // kube-rs's streaming lists start from "0" (any state), its plain list
+    // unset (consistent).
+    if consistent == ConsistentReads::Prove && matches!(how, InitialList::MostRecent) {
+        // The initial list was a consistent read, and the front kubecache
+        // proved it rather than forwarding it — unless it could not prove
+        // a quiet type (v1.20), which it says.
+        let tc = type_cache(p, "v1/pods").unwrap();
+        let (proven, unproven) = (
+            tc.proofs.proven.load(std::sync::atomic::Ordering::Relaxed),
+            tc.proofs
+                .unproven
+                .load(std::sync::atomic::Ordering::Relaxed),
+        );
+        eprintln!(
+            "{how:?}: proven {proven}, not proven {unproven} ({})",
+            tc.freshness_mode().why
+        );
+        assert!(proven + unproven >= 1, "{how:?}: no proof asked");
+        if tc.freshness_mode().name == "bookmarks" {
+            assert_eq!(unproven, 0, "{how:?}");
+        }
+    }
 }
 
 async fn reflectors_converge(up: &str, hops: usize) {
+    reflectors_converge_with(up, hops, ConsistentReads::Forward).await
+}
+
+async fn reflectors_converge_with(up: &str, hops: usize, consistent: ConsistentReads) {
     for how in [
         InitialList::MostRecent,
         InitialList::Any,
@@ -149,8 +180,96 @@ async fn reflectors_converge(up: &str, hops: usize) {
     ] {
         // Which of the three, should it time out.
         eprintln!("initial list: {how:?}");
-        within(60, reflector_converges(up, how, hops)).await;
+        within(60, reflector_converges(up, how, hops, consistent)).await;
     }
+}
+
+/// A streaming list as client-go ≥1.35 informers send it (resourceVersion
+/// unset, `sendInitialEvents=true`), by kube-rs's watch call: every pod as
+/// an ADDED event, then the initial-events-end bookmark at a version no
+/// older than the last write — served from the cache, proven fresh.
+async fn streaming_list_is_proven(up: &str) {
+    use kube::api::{WatchEvent, WatchParams};
+    let p = start_proxy_with(up, ConsistentReads::Prove).await;
+    let ns = namespace_with_a_pod(up, "watchlist").await;
+    wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+    let last = write(
+        up,
+        Method::POST,
+        &format!("/api/v1/namespaces/{ns}/pods"),
+        Some(pod("p1", "web")),
+    )
+    .await;
+    let last: u64 = last["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tc = type_cache(&p, "v1/pods").unwrap();
+    let forwarded = tc
+        .activity
+        .forwarded
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let client = Client::try_from(Config::new(p.url.parse().unwrap())).unwrap();
+    let api: Api<Pod> = Api::namespaced(client, &ns);
+    let wp = WatchParams::streaming_lists().timeout(5);
+    let mut stream = api.watch(&wp, "").await.unwrap().boxed();
+    let mut added = vec![];
+    let end = loop {
+        match stream.next().await.expect("the stream ended").unwrap() {
+            WatchEvent::Added(p) => added.push(p.metadata.name.unwrap()),
+            WatchEvent::Bookmark(b) => break b,
+            other => panic!("{other:?}"),
+        }
+    };
+    added.sort();
+    assert_eq!(added, ["p0", "p1"]);
+    assert_eq!(
+        end.metadata
+            .annotations
+            .get("k8s.io/initial-events-end")
+            .map(String::as_str),
+        Some("true")
+    );
+    let at: u64 = end.metadata.resource_version.parse().unwrap();
+    assert!(
+        at >= last,
+        "the end bookmark at {at} is older than the write at {last}"
+    );
+    let mode = tc.freshness_mode();
+    if mode.name != "forwarded" {
+        assert_eq!(
+            tc.activity
+                .forwarded
+                .load(std::sync::atomic::Ordering::Relaxed),
+            forwarded,
+            "served from the cache"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consistent_streaming_list_by_kube_rs_is_proven_and_served_from_the_cache() {
+    let sim = SimBuilder::new()
+        .personality(Personality::V1_36)
+        .start()
+        .await;
+    within(30, streaming_list_is_proven(&sim.url)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_reflectors_with_proven_consistent_reads_converge_to_a_current_simulators_state() {
+    let sim = SimBuilder::new()
+        .personality(Personality::V1_36)
+        .start()
+        .await;
+    reflectors_converge_with(&sim.url, 1, ConsistentReads::Prove).await;
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_reflectors_with_proven_consistent_reads_converge_to_the_real_apiservers_state() {
+    reflectors_converge_with(&real_apiserver(), 1, ConsistentReads::Prove).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,8 +362,8 @@ impl Drop for KubectlWatch {
 /// `kubectl get pods -w -o json` through kubecache prints the same objects
 /// as directly upstream, and with `--output-watch-events` its events fold
 /// into the upstream's state.
-async fn kubectl_watch_converges(up: &str) {
-    let p = start_proxy(up).await;
+async fn kubectl_watch_converges(up: &str, consistent: ConsistentReads) {
+    let p = start_proxy_with(up, consistent).await;
     let ns = namespace_with_a_pod(up, "kubectl-w").await;
     wait_synced(&p, "/api/v1/pods", "v1/pods").await;
     let plain = ["get", "pods", "-n", &ns, "-w", "-o", "json"];
@@ -278,16 +397,56 @@ async fn kubectl_watch_converges(up: &str) {
     }
     let folded: Vec<(String, String)> = state.into_iter().collect();
     assert_eq!(folded, upstream_state(up, &ns).await);
+    // Plain `kubectl get` (a consistent, paginated list) prints what it
+    // prints upstream.
+    let get = ["get", "pods", "-n", &ns, "-o", "json"];
+    let (ok, direct, err) = kubectl(up, &get, None);
+    assert!(ok, "{err}");
+    let (ok, cached, err) = kubectl(&p.url, &get, None);
+    assert!(ok, "{err}");
+    let items = |out: &str| serde_json::from_str::<Value>(out).unwrap()["items"].clone();
+    assert_eq!(items(&cached), items(&direct));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_watch_through_kubecache_matches_the_simulator() {
     let sim = SimBuilder::new().start().await;
-    within(60, kubectl_watch_converges(&sim.url)).await;
+    within(
+        60,
+        kubectl_watch_converges(&sim.url, ConsistentReads::Forward),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_and_watch_with_proven_consistent_reads_match_a_current_simulator() {
+    let sim = SimBuilder::new()
+        .personality(Personality::V1_36)
+        .start()
+        .await;
+    within(
+        60,
+        kubectl_watch_converges(&sim.url, ConsistentReads::Prove),
+    )
+    .await;
 }
 
 #[cfg(feature = "real-apiserver")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_watch_through_kubecache_matches_the_real_apiserver() {
-    within(60, kubectl_watch_converges(&real_apiserver())).await;
+    within(
+        60,
+        kubectl_watch_converges(&real_apiserver(), ConsistentReads::Forward),
+    )
+    .await;
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_and_watch_with_proven_consistent_reads_match_the_real_apiserver() {
+    within(
+        60,
+        kubectl_watch_converges(&real_apiserver(), ConsistentReads::Prove),
+    )
+    .await;
 }

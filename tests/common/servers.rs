@@ -281,10 +281,15 @@ impl Chain {
 }
 
 pub async fn start_chain(upstream: &str, hops: usize) -> Chain {
+    start_chain_with(upstream, hops, ConsistentReads::Forward).await
+}
+
+/// `start_chain`, every hop treating consistent reads as `consistent` says.
+pub async fn start_chain_with(upstream: &str, hops: usize, consistent: ConsistentReads) -> Chain {
     let mut chain = Chain { hops: Vec::new() };
     for _ in 0..hops {
         let behind = chain.hops.last().map_or(upstream, |p| p.url.as_str());
-        let p = start_proxy(behind).await;
+        let p = start_proxy_with(behind, consistent).await;
         chain.hops.push(p);
     }
     chain
