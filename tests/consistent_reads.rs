@@ -103,6 +103,12 @@ async fn a_busy_types_consistent_reads_are_proven_by_its_own_events() {
         s.sim.start_churn(100.0);
         let p = proving(&s.url).await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
+        // Busy once its watch has brought a second's worth of events.
+        let tc = type_cache(&p, "v1/pods").unwrap();
+        eventually("pods busy", Duration::from_secs(10), || {
+            tc.freshness_mode().name == "events"
+        })
+        .await;
         let before = counts(&p, "v1/pods");
         for _ in 0..20 {
             let r = get(&format!("{}/api/v1/pods?limit=5", p.url)).await;
@@ -269,6 +275,76 @@ async fn identical_consistent_reads_that_no_proof_answers_share_one_upstream_rea
         let lists = s.sim.lists.total.load(Ordering::Relaxed) - before;
         // One read under way when most arrive, and the one after it.
         assert!(lists <= 3, "{lists} upstream lists for 100 identical reads");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn walks_from_one_shared_first_page_share_their_later_pages_too() {
+    within(60, async {
+        // 12 configmaps in each of 5 namespaces.
+        let s = SimBuilder::new().configmaps(60).start().await;
+        let p = proving(&s.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        let r = get(&format!("{}/sim/faults?latencyMs=200", s.url)).await;
+        assert_eq!(r.status, 200);
+        write_elsewhere(&s.url, "svc").await;
+        let before = s.sim.lists.total.load(Ordering::Relaxed);
+        // 30 walks of a namespace's configmaps, 3 a page, at once.
+        let walks: Vec<_> = (0..30)
+            .map(|_| {
+                let url = p.url.clone();
+                tokio::spawn(async move {
+                    let mut names = vec![];
+                    let mut next = String::new();
+                    loop {
+                        let q = if next.is_empty() {
+                            "limit=3".to_string()
+                        } else {
+                            format!("limit=3&continue={next}")
+                        };
+                        let r =
+                            get(&format!("{url}/api/v1/namespaces/default/configmaps?{q}")).await;
+                        assert_eq!(r.status, 200, "{}", r.text());
+                        let v = r.json();
+                        for i in v["items"].as_array().unwrap() {
+                            names.push(i["metadata"]["name"].as_str().unwrap().to_string());
+                        }
+                        match v["metadata"]["continue"].as_str() {
+                            Some(t) if !t.is_empty() => next = kubecache::reflector::urlencode(t),
+                            _ => return names,
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut all = vec![];
+        for w in walks {
+            all.push(w.await.unwrap());
+        }
+        let direct = get(&format!("{}/api/v1/namespaces/default/configmaps", s.url))
+            .await
+            .json();
+        let want: Vec<String> = direct["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        for names in &all {
+            assert_eq!(names, &want);
+        }
+        let pages = want.len().div_ceil(3) as u64;
+        assert!(pages >= 4, "{pages} pages");
+        let lists = s.sim.lists.total.load(Ordering::Relaxed) - before;
+        // The first pages came from one or two shared reads (those that
+        // arrived while the first was read share the next), and each
+        // walk goes on from its first page's version: every later page is
+        // read once or twice per version, not 30 times (121 unshared).
+        assert!(
+            lists <= 4 * pages,
+            "{lists} upstream lists for 30 walks of {pages} pages"
+        );
     })
     .await;
 }

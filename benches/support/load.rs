@@ -211,7 +211,7 @@ pub fn client() -> HttpClient {
         .build(HttpConnector::new())
 }
 
-fn get_request(url: &str, accept: &str, gzip: bool) -> http::Request<Empty<Bytes>> {
+pub fn get_request(url: &str, accept: &str, gzip: bool) -> http::Request<Empty<Bytes>> {
     let mut b = http::Request::builder()
         .uri(url)
         .header("accept", accept)

@@ -4,7 +4,10 @@
 //! that *starts after each of them arrived* (`flight`), so that every
 //! answer reflects every write committed before its request, as the
 //! apiserver's own would. A hundred clients listing the same type at once
-//! cost the upstream one or two lists, not a hundred.
+//! cost the upstream one or two lists, not a hundred. So do the later
+//! pages of those lists, which the cache cannot answer when it has not
+//! seen their version (a quiet type, in front of v1.20): a read at an
+//! exact version is the same whenever it is made.
 //!
 //! Identical means the same path and query and the same headers the answer
 //! depends on (`Accept`, whether gzip is taken, the `User-Agent`, which
@@ -56,12 +59,18 @@ pub enum CoalesceError {
 
 pub type Flights = crate::flight::Flights<Key, Result<Shared, CoalesceError>>;
 
-/// Whether the request is a consistent get or list, which can be shared.
-pub fn shareable(request: &Request) -> bool {
-    request.method == http::Method::GET
-        && matches!(request.shape(), Some(Shape::Object | Shape::List))
-        && request.options.resource_version.is_none()
-        && request.options.continue_token.is_none()
+/// Whether a forwarded read can be shared: a consistent get or list no
+/// proof answered (shared with those that arrived before the read began),
+/// or a list at an exact version the cache does not hold — a continue
+/// token's, or `resourceVersionMatch=Exact` — whose answer is the same
+/// whenever it is read (a walk's later pages, which a hundred clients
+/// walking from one shared first page all ask alike).
+pub fn shareable(request: &Request, unproven: bool, exact: bool) -> bool {
+    let read = request.method == http::Method::GET
+        && matches!(request.shape(), Some(Shape::Object | Shape::List));
+    let consistent =
+        request.options.resource_version.is_none() && request.options.continue_token.is_none();
+    read && ((unproven && consistent) || (exact && !consistent))
 }
 
 impl Key {

@@ -102,9 +102,12 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         Route::Refused(e) => (error(&request, &e), ServedBy::Cache),
         Route::Forward(reason) => {
             metrics::forwarded(reason.as_str());
-            // A consistent read no proof could answer: shared with the
-            // identical ones that arrive with it, if it can be.
-            let shared = if reason.is_unproven() && coalesce::shareable(&request) {
+            // A consistent read no proof could answer, or a page at a
+            // version the cache has not seen: shared with the identical
+            // ones that arrive with it, if it can be.
+            let shareable =
+                coalesce::shareable(&request, reason.is_unproven(), reason.is_exact_elsewhere());
+            let shared = if shareable && state.consistent == ConsistentReads::Prove {
                 let key = coalesce::Key::of(&request, req.headers());
                 coalesce::read(&state.coalesced, &state.forward, key)
                     .await

@@ -57,6 +57,12 @@ impl ForwardReason {
         matches!(self, ForwardReason::Unproven(_))
     }
 
+    /// Whether it is a read at an exact version the cache does not hold
+    /// (which identical ones may share too).
+    pub fn is_exact_elsewhere(self) -> bool {
+        matches!(self, ForwardReason::Fallback(Fallback::NotInCache))
+    }
+
     /// The `reason` label of `kubecache_forwarded_requests_total`.
     pub fn as_str(self) -> &'static str {
         match self {

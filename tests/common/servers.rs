@@ -43,6 +43,10 @@ impl SimBuilder {
         self.opts.pods = n;
         self
     }
+    pub fn configmaps(mut self, n: usize) -> Self {
+        self.opts.configmaps = n;
+        self
+    }
     /// Streaming lists answered like a current apiserver.
     pub fn watch_list(self) -> Self {
         self.personality(kubecache_sim::Personality::V1_36)
