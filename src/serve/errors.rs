@@ -160,6 +160,7 @@ impl From<&AuthError> for Status {
             // The apiserver's 401 says no more, whatever failed.
             AuthError::Unauthenticated
             | AuthError::InvalidToken
+            | AuthError::ProtocolToken(_)
             | AuthError::Anonymous
             | AuthError::TokenReview(_) => Status::new(401, "Unauthorized", "Unauthorized"),
             // Answered as plain text (`too_many_requests_text`).

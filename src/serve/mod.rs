@@ -102,7 +102,7 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         Route::Forward(reason) => {
             metrics::forwarded(reason.as_str());
             let max_body = state.limits.config.max_body_bytes;
-            let resp = passthrough::forward(&state, &request.identity, req, max_body).await;
+            let resp = passthrough::forward(&state, &request, req, max_body).await;
             let resp = resp.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "upstream unreachable");
                 error(&request, &e)
