@@ -513,3 +513,266 @@ async fn trust_local_leaves_a_token_entry_among_the_protocols_as_behind_kubectl_
     })
     .await
 }
+
+/// Against the real kube-apiserver v1.20 (.ci/run's): the same watch over
+/// WebSocket through kubecache (from its cache) and directly gives the
+/// same handshake and the same messages, byte for byte; the same
+/// refusals; and in authorize mode, the RBAC apiserver's answers to the
+/// token in the protocol.
+#[cfg(feature = "real-apiserver")]
+mod real {
+    use super::*;
+
+    /// What a watch says until it is quiet for a second (v1.20 does not
+    /// end a WebSocket watch at its timeout; see docs/differences.md).
+    async fn watch_messages(
+        url: &str,
+        headers: &[(&str, Option<&str>)],
+        tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    ) -> (WsHead, Vec<Ws>, Option<WsClient>) {
+        let (head, client) = ws_open(url, headers, tls).await;
+        let Some(mut client) = client else {
+            return (head, Vec::new(), None);
+        };
+        let got = client
+            .until_close_or_quiet(Duration::from_secs(1), Duration::from_secs(20))
+            .await;
+        (head, got, Some(client))
+    }
+
+    /// Reads of configmaps and services kubecache sent upstream.
+    fn forwarded_reads(p: &Proxy) -> u64 {
+        ["v1/configmaps", "v1/services"]
+            .iter()
+            .map(|r| {
+                let tc = type_cache(p, r).unwrap();
+                tc.activity
+                    .forwarded
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            })
+            .sum()
+    }
+
+    fn sorted_messages(mut m: Vec<Ws>) -> Vec<Ws> {
+        m.sort_by_key(|w| format!("{w:?}"));
+        m
+    }
+
+    async fn service(up: &str, ns: &str, name: &str, app: &str) {
+        let body = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "labels": {"app": app}},
+            "spec": {"ports": [{"port": 80, "targetPort": 8080}], "selector": {"app": app}}});
+        let r = send(
+            Method::POST,
+            &format!("{up}/api/v1/namespaces/{ns}/services"),
+            Some(body),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cached_websocket_watches_equal_the_real_apiservers_message_for_message() {
+        within(120, async {
+            let up = real_apiserver();
+            let ns = format!("ws-{}", unique_suffix());
+            ensure_namespace(&up, &ns).await;
+            for (name, team) in [("a", "red"), ("b", "blue"), ("c", "red")] {
+                cm(&up, &ns, name, team).await;
+                service(&up, &ns, &format!("svc-{name}"), team).await;
+            }
+            let p = start_proxy(&up).await;
+            wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+            wait_synced(&p, "/api/v1/services", "v1/services").await;
+            converged(&up, &p, &format!("/api/v1/namespaces/{ns}/services"), Duration::from_secs(10)).await;
+            converged(&up, &p, &format!("/api/v1/namespaces/{ns}/configmaps"), Duration::from_secs(10)).await;
+            let watches = [
+                format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=0"),
+                format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=0&labelSelector=team%3Dred"),
+                format!("/api/v1/namespaces/{ns}/services?watch=1&resourceVersion=0"),
+                format!("/api/v1/watch/namespaces/{ns}/services?resourceVersion=0&fieldSelector=metadata.name%3Dsvc-b"),
+            ];
+            let mut open = Vec::new();
+            let binary = Some("base64.binary.k8s.io");
+            let mut cases: Vec<(&String, &str, Option<&str>)> = Vec::new();
+            for path in &watches {
+                cases.push((path, "application/json", None));
+                cases.push((path, PROTOBUF, binary));
+            }
+            cases.push((&watches[0], "application/json", binary));
+            cases.push((&watches[2], PROTOBUF, None));
+            let forwarded_before = forwarded_reads(&p);
+            for (path, accept, protocol) in cases {
+                let headers = [("Accept", Some(accept)), ("Sec-WebSocket-Protocol", protocol)];
+                let (theirs_head, theirs, theirs_client) =
+                    watch_messages(&format!("{up}{path}"), &headers, None).await;
+                let (ours_head, ours, ours_client) =
+                    watch_messages(&format!("{}{path}", p.url), &headers, None).await;
+                let what = format!("{path} {accept} {protocol:?}");
+                assert_eq!(theirs_head.status, 101, "{what}: {theirs_head:?}");
+                assert_eq!(
+                    ours_head.handshake_headers(),
+                    theirs_head.handshake_headers(),
+                    "{what}"
+                );
+                assert!(!theirs.is_empty(), "{what}: no events");
+                assert_eq!(sorted_messages(ours), sorted_messages(theirs), "{what}");
+                open.push((what, theirs_client.unwrap(), ours_client.unwrap()));
+            }
+            // What happens next reaches both alike.
+            cm(&up, &ns, "d", "red").await;
+            service(&up, &ns, "svc-d", "red").await;
+            let mut changed = 0;
+            for (what, mut theirs, mut ours) in open {
+                let quiet = Duration::from_secs(1);
+                let theirs = theirs
+                    .until_close_or_quiet(quiet, Duration::from_secs(10))
+                    .await;
+                let ours = ours.until_close_or_quiet(quiet, Duration::from_secs(10)).await;
+                assert_eq!(ours, theirs, "{what}: after the writes");
+                changed += usize::from(!theirs.is_empty());
+            }
+            // All but the watch of svc-b alone saw a change.
+            assert_eq!(changed, 8);
+            // All of them from the cache.
+            assert_eq!(forwarded_reads(&p), forwarded_before);
+        })
+        .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn handshake_refusals_and_forwarded_watches_equal_the_real_apiservers() {
+        within(120, async {
+            let up = real_apiserver();
+            let p = start_proxy(&up).await;
+            wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+            let cached = "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0";
+            for (what, headers, _, _) in refusals() {
+                let (theirs, _) = ws_open(&format!("{up}{cached}"), &headers, None).await;
+                let (ours, _) = ws_open(&format!("{}{cached}", p.url), &headers, None).await;
+                assert_eq!(ours.status, theirs.status, "{what}: {theirs:?}");
+                assert_eq!(ours.body, theirs.body, "{what}");
+                assert_eq!(
+                    ours.header("sec-websocket-version"),
+                    theirs.header("sec-websocket-version"),
+                    "{what}"
+                );
+            }
+            // A list with Upgrade headers is a list to both.
+            let list = "/api/v1/namespaces/default/configmaps?resourceVersion=0";
+            let (theirs, _) = ws_open(&format!("{up}{list}"), &[], None).await;
+            let (ours, _) = ws_open(&format!("{}{list}", p.url), &[], None).await;
+            assert_eq!((ours.status, theirs.status), (200, 200));
+            // A forwarded watch (no resourceVersion) is the apiserver's own.
+            let forwarded = "/api/v1/namespaces/default/services?watch=1";
+            let headers = [("Sec-WebSocket-Protocol", Some("base64.binary.k8s.io"))];
+            let (theirs_head, theirs, _) =
+                watch_messages(&format!("{up}{forwarded}"), &headers, None).await;
+            let (ours_head, ours, _) =
+                watch_messages(&format!("{}{forwarded}", p.url), &headers, None).await;
+            assert_eq!(
+                ours_head.handshake_headers(),
+                theirs_head.handshake_headers()
+            );
+            assert_eq!(ours, theirs);
+            assert!(!ours.is_empty());
+        })
+        .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_token_in_the_protocol_is_answered_as_the_rbac_apiserver_answers_it() {
+        within(120, async {
+            let r = rbac_apiserver();
+            let ns = format!("ws-authz-{}", unique_suffix());
+            ensure_namespace(&r.insecure, &ns).await;
+            for (name, team) in [("a", "red"), ("b", "blue")] {
+                cm(&r.insecure, &ns, name, team).await;
+            }
+            let rules = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]);
+            grant(&r.insecure, Some(&ns), "ws-reader", rules, ("User", "reader")).await;
+            let upstream = kubecache::upstream::UpstreamConfig::new(&r.url)
+                .unwrap()
+                .with_ca_file(&r.ca)
+                .unwrap()
+                .with_token_file(&r.token)
+                .unwrap();
+            let p = ProxyBuilder::new(&r.url)
+                .upstream(upstream)
+                .authorize(kubecache::access::AccessConfig::default())
+                .start()
+                .await;
+            let tls = || Some(ws_tls(&r.ca));
+            let reader = token_entry("reader-token-3f9a");
+            let offered = format!("{reader}, base64.binary.k8s.io");
+            let cached = format!("/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=0");
+            // The reader's first read starts the cache.
+            until("configmaps synced", 30, || async {
+                let (head, _) = ws_open(
+                    &format!("{}{cached}", p.url),
+                    &[("Sec-WebSocket-Protocol", Some(offered.as_str()))],
+                    None,
+                )
+                .await;
+                assert_eq!(head.status, 101, "{head:?}");
+                get(&format!("{}/readyz?verbose", p.url))
+                    .await
+                    .text()
+                    .contains("[+]informer-sync/v1/configmaps ok")
+            })
+            .await;
+            let forwarded = format!("/api/v1/namespaces/{ns}/configmaps?watch=1");
+            for path in [&cached, &forwarded] {
+                let headers = [("Sec-WebSocket-Protocol", Some(offered.as_str()))];
+                let (theirs_head, theirs, _) = watch_messages(&format!("{}{path}", r.url), &headers, tls()).await;
+                let (ours_head, ours, _) = watch_messages(&format!("{}{path}", p.url), &headers, None).await;
+                assert_handshake(&theirs_head, Some("base64.binary.k8s.io"));
+                assert_eq!(ours_head.handshake_headers(), theirs_head.handshake_headers(), "{path}");
+                assert_eq!(text_events(&theirs).len(), 2, "{path}: {theirs:?}");
+                assert_eq!(sorted_messages(ours), sorted_messages(theirs), "{path}");
+            }
+            // Refusals: the same status, and the same body.
+            let bad_encoding = "base64url.bearer.authorization.k8s.io.YWxpY2U=, x".to_string();
+            let nobody = format!("{}, x", token_entry("nobody-token-91ac"));
+            let unknown = format!("{}, x", token_entry("made-up"));
+            let two = format!("{reader}, {}, x", token_entry("nobody-token-91ac"));
+            type Headers<'a> = Vec<(&'a str, Option<&'a str>)>;
+            let cases: Vec<(&str, Headers)> = vec![
+                ("bad encoding", vec![("Sec-WebSocket-Protocol", Some(&bad_encoding))]),
+                ("the token alone", vec![("Sec-WebSocket-Protocol", Some(&reader))]),
+                ("two tokens", vec![("Sec-WebSocket-Protocol", Some(&two))]),
+                ("an unknown token", vec![("Sec-WebSocket-Protocol", Some(&unknown))]),
+                ("nobody", vec![("Sec-WebSocket-Protocol", Some(&nobody))]),
+                (
+                    "a good Authorization too",
+                    vec![
+                        ("Sec-WebSocket-Protocol", Some(&offered)),
+                        ("Authorization", Some("Bearer reader-token-3f9a")),
+                    ],
+                ),
+                (
+                    "a bad Authorization and a good protocol token",
+                    vec![
+                        ("Sec-WebSocket-Protocol", Some(&offered)),
+                        ("Authorization", Some("Bearer wrong")),
+                    ],
+                ),
+            ];
+            for (what, headers) in cases {
+                for path in [&cached, &forwarded] {
+                    let (theirs, _) = ws_open(&format!("{}{path}", r.url), &headers, tls()).await;
+                    let (ours, _) = ws_open(&format!("{}{path}", p.url), &headers, None).await;
+                    assert_eq!(ours.status, theirs.status, "{what} {path}: {theirs:?} {ours:?}");
+                    if theirs.status != 101 {
+                        assert_eq!(
+                            String::from_utf8_lossy(&ours.body),
+                            String::from_utf8_lossy(&theirs.body),
+                            "{what} {path}"
+                        );
+                    }
+                }
+            }
+        })
+        .await
+    }
+}

@@ -214,7 +214,7 @@ pub async fn ws_open(
         return (head, Some(WsClient { ws }));
     }
     // Any other answer: its body, as long as it says, else up to the
-    // close (x/net's refusals) — in 5 s.
+    // close (x/net's refusals, chunked ones passed on) — in 5 s.
     let length: Option<usize> = headers
         .iter()
         .find(|(k, _)| k == "content-length")
@@ -230,6 +230,12 @@ pub async fn ws_open(
         }
     })
     .await;
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v == "chunked");
+    if chunked {
+        body = dechunk(&body);
+    }
     (
         WsHead {
             status,
@@ -238,6 +244,21 @@ pub async fn ws_open(
         },
         None,
     )
+}
+
+/// A chunked body's content.
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&raw[..eol]).unwrap();
+        let n = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&raw[eol + 2..eol + 2 + n]);
+        raw = &raw[eol + 2 + n + 2..];
+    }
+    out
 }
 
 /// The message a watch event is: JSON text, its object's identity, for
