@@ -381,6 +381,8 @@ pub struct Seen {
 /// not read), is recorded, and goes to the simulator.
 pub struct ReviewingSim {
     pub url: String,
+    /// The simulator itself, for setting up (no credentials needed).
+    pub sim_url: String,
     pub sim: Arc<Sim>,
     pub seen: Arc<std::sync::Mutex<Vec<Seen>>>,
     /// kubecache's own token, in a file for its upstream configuration.
@@ -468,8 +470,16 @@ impl ReviewingSim {
         std::fs::create_dir_all(&dir).unwrap();
         let kubecache_token = dir.join("token");
         std::fs::write(&kubecache_token, "kubecache-token").unwrap();
+        let direct = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let sim_url = format!("http://{}", direct.local_addr().unwrap());
+        tokio::spawn(kubecache_sim::run(
+            sim.clone(),
+            direct,
+            std::future::pending(),
+        ));
         ReviewingSim {
             url: format!("http://{addr}"),
+            sim_url,
             sim,
             seen,
             kubecache_token,
