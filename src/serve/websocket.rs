@@ -675,41 +675,52 @@ mod tests {
 
     #[test]
     fn read_handshake_checks_come_first_in_x_nets_order() {
-        let no_key = shake(&[], "sec-websocket-key");
-        assert_eq!(no_key, Err(WebSocketError::NoKey));
+        assert_eq!(shake(&[], "sec-websocket-key"), Err(WebSocketError::NoKey));
         let empty_key = shake(&[("sec-websocket-key", "")], "sec-websocket-key");
         assert_eq!(empty_key, Err(WebSocketError::NoKey));
-        // Before the origin's check.
-        let both = shake(&[], "sec-websocket-key");
-        assert_eq!(both, shake(&[], "sec-websocket-key"));
         let v8 = shake(&[("sec-websocket-version", "8")], "sec-websocket-version");
         assert_eq!(v8, Err(WebSocketError::BadVersion));
-        assert_eq!(
-            shake(&[], "sec-websocket-version"),
-            Err(WebSocketError::BadVersion)
-        );
+        let no_version = shake(&[], "sec-websocket-version");
+        assert_eq!(no_version, Err(WebSocketError::BadVersion));
         let h2c = shake(&[("upgrade", "h2c")], "upgrade");
         assert_eq!(h2c, Err(WebSocketError::NotWebSocket));
         // Go's ToLower makes the Kelvin sign a 'k'.
         assert!(shake(&[("upgrade", "WEBSOC\u{212a}ET")], "upgrade").is_ok());
-        let h = headers(&[("host", "h"), ("origin", "http://x")]);
+        let bad_host = shake(&[("host", "a b")], "host");
+        assert!(matches!(bad_host, Err(WebSocketError::BadLocation(_))));
+        // ReadHandshake's refusals come before the origin's, in order:
+        // the method, the upgrade, the key, then the version.
         let uri: Uri = "/".parse().unwrap();
+        let nothing = headers(&[("host", "h")]);
         assert_eq!(
-            handshake(&Method::POST, &uri, &h, None),
+            handshake(&Method::POST, &uri, &nothing, None),
             Err(WebSocketError::BadMethod)
         );
-        let no_origin_no_key = shake(&[], "origin");
-        assert_eq!(no_origin_no_key, Err(WebSocketError::NoOrigin));
-        let missing_both = {
-            let mut h = headers(&[
-                ("host", "h"),
-                ("upgrade", "websocket"),
-                ("connection", "upgrade"),
-            ]);
-            h.insert("sec-websocket-version", HeaderValue::from_static("13"));
-            handshake(&Method::GET, &uri, &h, None)
-        };
-        assert_eq!(missing_both, Err(WebSocketError::NoKey));
+        assert_eq!(
+            handshake(&Method::GET, &uri, &nothing, None),
+            Err(WebSocketError::NotWebSocket)
+        );
+        let upgrade = headers(&[
+            ("host", "h"),
+            ("upgrade", "websocket"),
+            ("connection", "upgrade"),
+        ]);
+        assert_eq!(
+            handshake(&Method::GET, &uri, &upgrade, None),
+            Err(WebSocketError::NoKey)
+        );
+        let mut keyed = upgrade.clone();
+        keyed.insert("sec-websocket-key", HeaderValue::from_static("k"));
+        assert_eq!(
+            handshake(&Method::GET, &uri, &keyed, None),
+            Err(WebSocketError::BadVersion)
+        );
+        keyed.insert("sec-websocket-version", HeaderValue::from_static("13"));
+        assert_eq!(
+            handshake(&Method::GET, &uri, &keyed, Some("a,b")),
+            Err(WebSocketError::NoOrigin),
+            "the origin before the subprotocols"
+        );
     }
 
     #[test]
