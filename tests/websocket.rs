@@ -776,3 +776,97 @@ mod real {
         .await
     }
 }
+
+/// Many watchers of a type over WebSocket and over HTTP, all served from
+/// the cache, get a burst of changes alike: each the same events
+/// in the same order, the WebSocket ones a message per HTTP line. Prints
+/// how long the last watcher of each took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_websocket_watchers_get_a_burst_as_three_hundred_http_watchers_do() {
+    within(180, async {
+        let sim = SimBuilder::new().start().await;
+        let p = start_proxy(&sim.url).await;
+        wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+        ensure_namespace(&sim.url, "burst").await;
+        let rv = get(&format!("{}/api/v1/configmaps?resourceVersion=0", p.url))
+            .await
+            .json()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let path = format!("/api/v1/namespaces/burst/configmaps?watch=1&resourceVersion={rv}");
+        const WATCHERS: usize = 300;
+        const EVENTS: usize = 100;
+        let mut sockets = Vec::new();
+        let mut streams = Vec::new();
+        for _ in 0..WATCHERS {
+            let (head, client) = ws_open(&format!("{}{path}", p.url), &[], None).await;
+            assert_eq!(head.status, 101);
+            sockets.push(client.unwrap());
+            streams.push(WatchStream::open(&format!("{}{path}", p.url)).await);
+        }
+        let (_, forwarded) = configmap_reads(&p);
+        let began = std::time::Instant::now();
+        let ws_readers: Vec<_> = sockets
+            .into_iter()
+            .map(|mut c| {
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    while got.len() < EVENTS {
+                        match c.next(Duration::from_secs(30)).await {
+                            Ws::Text(t) => got.push(t),
+                            other => panic!("{other:?} after {} events", got.len()),
+                        }
+                    }
+                    (got, began.elapsed())
+                })
+            })
+            .collect();
+        let http_readers: Vec<_> = streams
+            .into_iter()
+            .map(|mut w| {
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    while got.len() < EVENTS {
+                        got.push(w.event(Duration::from_secs(30)).await);
+                    }
+                    (got, began.elapsed())
+                })
+            })
+            .collect();
+        for i in 0..EVENTS {
+            cm(&sim.url, "burst", &format!("cm-{i:03}"), "red").await;
+        }
+        let written = began.elapsed();
+        let mut first: Option<Vec<String>> = None;
+        let mut ws_last = Duration::ZERO;
+        for r in ws_readers {
+            let (got, took) = r.await.unwrap();
+            ws_last = ws_last.max(took);
+            match &first {
+                None => first = Some(got),
+                Some(f) => assert_eq!(&got, f),
+            }
+        }
+        let first = first.unwrap();
+        let mut http_last = Duration::ZERO;
+        for r in http_readers {
+            let (got, took) = r.await.unwrap();
+            http_last = http_last.max(took);
+            let lines: Vec<serde_json::Value> = first
+                .iter()
+                .map(|t| serde_json::from_str(t).unwrap())
+                .collect();
+            assert_eq!(got, lines);
+        }
+        assert_eq!(configmap_reads(&p).1, forwarded, "every watch from the cache");
+        println!(
+            "{WATCHERS} WebSocket and {WATCHERS} HTTP watchers, {EVENTS} creates written upstream in \
+             {written:?}: the last WebSocket watcher had them all {:?} after the last write, the last \
+             HTTP one {:?} after it",
+            ws_last.saturating_sub(written),
+            http_last.saturating_sub(written)
+        );
+    })
+    .await
+}
