@@ -20,8 +20,8 @@ use http::{header, HeaderMap};
 pub const BEARER_PROTOCOL_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
 
 /// What a WebSocket request carries for the handshake and the
-/// authenticators.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// authenticators. Its `Debug` never shows a token entry.
+#[derive(Clone, PartialEq, Eq)]
 pub struct WebSocket {
     /// `Sec-WebSocket-Protocol` as x/net's handshake reads it: the first
     /// header line (Go's `Header.Get`), until the protocol authenticator,
@@ -57,6 +57,24 @@ pub enum ProtocolTokenError {
     /// A token with no other subprotocol: none would be left to echo.
     #[error("missing additional subprotocol")]
     MissingAdditional,
+}
+
+impl std::fmt::Debug for WebSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let protocols = self.protocols.as_ref().map(|p| {
+            p.split(',')
+                .map(|e| match e.trim().starts_with(BEARER_PROTOCOL_PREFIX) {
+                    true => "<redacted>",
+                    false => e,
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        f.debug_struct("WebSocket")
+            .field("protocols", &protocols)
+            .field("token", &self.token)
+            .finish()
+    }
 }
 
 impl WebSocket {
@@ -286,5 +304,19 @@ mod tests {
         assert_eq!(ws.token, Ok(None));
         let plain = headers(&[("sec-websocket-protocol", &entry("t"))]);
         assert_eq!(WebSocket::from_headers(&plain), None);
+    }
+
+    #[test]
+    fn a_token_never_shows_in_debug_output() {
+        let h = headers(&[
+            ("upgrade", "websocket"),
+            ("connection", "Upgrade"),
+            ("sec-websocket-protocol", &format!("x, {}", entry("s3cr3t"))),
+        ]);
+        let ws = WebSocket::from_headers(&h).unwrap();
+        let shown = format!("{ws:?}");
+        assert!(!shown.contains(&entry("s3cr3t")), "{shown}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("x,<redacted>"), "{shown}");
     }
 }

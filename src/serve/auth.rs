@@ -132,7 +132,8 @@ pub enum AuthError {
         reason: String,
     },
     /// authorize: whom a certificate client acts as cannot be written
-    /// into impersonation headers.
+    /// into impersonation headers (or the token of a WebSocket's
+    /// protocol into `Authorization`).
     #[error("impersonating {0} upstream")]
     Unforwardable(String),
     /// authorize: the request could not be authorized (the apiserver's

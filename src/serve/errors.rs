@@ -187,7 +187,7 @@ impl From<&AuthError> for Status {
                 Status::internal(e.to_string())
             }
             AuthError::Unforwardable(what) => Status::internal(format!(
-                "kubecache cannot impersonate the client upstream: {what} does not fit in a header"
+                "kubecache cannot forward the client's identity upstream: {what} does not fit in a header"
             )),
         }
     }
