@@ -93,8 +93,9 @@ pub async fn handle(state: Arc<ServeState>, mut req: http::Request<Incoming>) ->
         }
         Err(e) => Route::Refused(e.into()),
     };
-    // A WebSocket watch the cache answers: x/net's handshake, decided
-    // before it is counted (a refusal is its status; the 101 is).
+    // A watch the cache answers to a WebSocket request: x/net's handshake,
+    // decided before the request is counted (a refusal with its status,
+    // an upgrade as a 101).
     let mut websocket = None;
     let (resp, served_by) = match route {
         Route::Answered(Answer::Body(body, content_type)) => {
@@ -198,6 +199,7 @@ fn websocket_watch(
         protocols,
     ))
 }
+
 /// Whether the status page is asked for as JSON: an Accept that names
 /// `application/json` and not `text/html` (a browser's names both
 /// through `*/*`); anything else gets the HTML page.

@@ -62,7 +62,7 @@ use tungstenite::protocol::frame::FrameHeader;
 
 /// x/net's `DefaultMaxPayloadBytes`: a client data frame longer than this
 /// ends the watch (`Receive` fails with `ErrFrameTooLarge`).
-pub const MAX_CLIENT_PAYLOAD: u64 = 32 << 20;
+const MAX_CLIENT_PAYLOAD: u64 = 32 << 20;
 /// A control frame's payload x/net reads (`maxControlFramePayloadLength`).
 const MAX_CONTROL_PAYLOAD: usize = 125;
 /// The close codes x/net writes: `closeStatusNormal`, and
@@ -95,8 +95,9 @@ pub enum WebSocketError {
     /// `checkOrigin`: no `Origin` at all ("null origin").
     #[error("null origin")]
     NoOrigin,
+    /// `checkOrigin`: an `Origin` Go's `url.ParseRequestURI` refuses.
     #[error("bad origin")]
-    BadOrigin(UrlError),
+    BadOrigin(#[source] UrlError),
     /// More than one subprotocol offered, and none chosen.
     #[error("missing or bad WebSocket-Protocol")]
     Protocols(usize),
