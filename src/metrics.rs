@@ -215,6 +215,14 @@ pub fn describe() {
         "kubecache_coalesced_reads_total",
         "Counter of consistent reads forwarded as one shared upstream read, by role: began (asked upstream) or shared (answered by a read another began)."
     );
+    describe_counter!(
+        "kubecache_websocket_watches_total",
+        "Counter of watches served over WebSocket from the cache, by resource and how they ended: ended (the watch's end: its timeout, the drain, cut off), client_closed (a close frame), client_gone (the connection closed or failed), protocol_error (an unmasked, unreadable or over-32-MiB client frame), drained (still writing a second into the drain), upgrade_failed."
+    );
+    describe_counter!(
+        "kubecache_websocket_refusals_total",
+        "Counter of WebSocket watch handshakes refused as the apiserver's x/net refuses them, by reason (method, not_websocket, key, version, location, origin, protocols)."
+    );
     process().describe();
 }
 
@@ -546,6 +554,17 @@ pub fn reflector_error(resource: &str, phase: &'static str) {
 pub fn watcher_terminated(resource: &str) {
     counter!("apiserver_terminated_watchers_total", "resource" => resource.to_string())
         .increment(1);
+}
+
+/// A watch served over WebSocket ended, `how` (see its HELP).
+pub fn websocket_watch_ended(resource: &str, how: &'static str) {
+    counter!("kubecache_websocket_watches_total", "resource" => resource.to_string(), "end" => how)
+        .increment(1);
+}
+
+/// A WebSocket watch's handshake refused, for `reason`.
+pub fn websocket_refused(reason: &'static str) {
+    counter!("kubecache_websocket_refusals_total", "reason" => reason).increment(1);
 }
 
 /// How an authentication ended (the apiserver's `authentication_attempts`

@@ -8,7 +8,9 @@
 //! apiserver's 406s), with JSON its only serializer: no YAML or protobuf
 //! (see `api`); patches are applied as v1.20 applies them (see `patch`).
 //! Its OpenAPI document is v1.20's for its types, which kubectl validates
-//! manifests against and explains from (see `openapi`).
+//! manifests against and explains from (see `openapi`). A watch of a
+//! WebSocket request streams over WebSocket, with kubecache's own code
+//! (`kubecache::serve::websocket`).
 
 pub mod api;
 pub mod faults;

@@ -61,6 +61,11 @@ impl std::fmt::Debug for Token {
 pub enum Via {
     /// A bearer token the upstream accepted: forwarded as it came.
     Token,
+    /// A bearer token in a WebSocket request's `Sec-WebSocket-Protocol`
+    /// (the apiserver's protocol authenticator) the upstream accepted:
+    /// forwarded as `Authorization: Bearer`, its entry removed from the
+    /// header as the authenticator removes it.
+    ProtocolToken,
     /// A client certificate kubecache verified: forwarded as kubecache,
     /// impersonating the client.
     Certificate,

@@ -1,7 +1,8 @@
 //! Turning an HTTP request into a typed Kubernetes request, once
 //! (`parse::Request`): the resource path (group, version, namespace,
 //! resource, name, subresource), the verb, the list options with the
-//! apiserver's validation, the Accept header's clauses, and the identity
+//! apiserver's validation, the Accept header's clauses, a WebSocket
+//! request's subprotocols and the bearer token among them, and the identity
 //! slot. Nothing here decides where a request is served; `serve::route`
 //! does.
 
@@ -14,6 +15,7 @@ pub mod options;
 pub mod parse;
 pub mod path;
 pub mod verb;
+pub mod websocket;
 
 pub use continue_token::ContinueToken;
 pub use encoding::{accepts_gzip, takes_gzip_watch, WATCH_ENCODING};
@@ -23,3 +25,4 @@ pub use options::{ListOptions, ReadMode};
 pub use parse::{Request, Shape};
 pub use path::ResourcePath;
 pub use verb::Verb;
+pub use websocket::WebSocket;

@@ -9,6 +9,7 @@ use super::impersonation::Impersonation;
 use super::options::{pretty_print, ListOptions};
 use super::path::ResourcePath;
 use super::verb::Verb;
+use super::websocket::WebSocket;
 use http::{header, HeaderMap, Method, Uri};
 
 /// What a read returns: one object, a list, or a stream of events.
@@ -52,6 +53,8 @@ pub struct Request {
     pub impersonation: Option<Impersonation>,
     /// The bearer token of its `Authorization` header.
     pub bearer: Option<Token>,
+    /// A WebSocket request's subprotocols and the bearer token among them.
+    pub websocket: Option<WebSocket>,
     pub identity: Identity,
     /// When it arrived: a consistent read must reflect every write
     /// committed before then (`freshness`).
@@ -95,6 +98,7 @@ impl Request {
                 .any(|k| k.as_str().starts_with("impersonate-")),
             impersonation: Impersonation::from_headers(headers),
             bearer: bearer_token(headers.get(header::AUTHORIZATION)),
+            websocket: WebSocket::from_headers(headers),
             identity: Identity::default(),
             arrived: tokio::time::Instant::now(),
         }

@@ -10,13 +10,18 @@
 //! its own — DNS rebinding — but cannot choose the Host its browser
 //! sends), and so are exec and attach unless allowed. Impersonation is
 //! refused: forwarded, it would act with kubecache's identity as whoever
-//! it names.
+//! it names. A bearer token a WebSocket request carries in
+//! `Sec-WebSocket-Protocol` is no credential here either: it stays among
+//! the offered subprotocols, as behind `kubectl proxy`, where the
+//! apiserver authenticates the proxy's own credentials first and never
+//! reads (or removes) it.
 //!
 //! **authorize**: every client is who its own credentials say, as the
 //! apiserver's authenticators would find (`access`): a verified client
 //! certificate first, then a bearer token the upstream's `TokenReview`
-//! takes, else `system:anonymous` (or a 401 without anonymous access); a
-//! token it refuses is a 401. Its `Impersonate-*` headers are then allowed
+//! takes — the `Authorization` header's, then one a WebSocket request
+//! carries in `Sec-WebSocket-Protocol` — else `system:anonymous` (or a 401
+//! without anonymous access); a token it refuses is a 401. Its `Impersonate-*` headers are then allowed
 //! or refused as the apiserver allows them. Every read the cache answers
 //! is authorized with the upstream's `SubjectAccessReview` before the
 //! cache is touched ([`authorize_read`]), and what is forwarded carries
@@ -26,7 +31,9 @@ use super::listener::PeerCertificates;
 use crate::access::impersonate::{self, ImpersonateError};
 use crate::access::{cert, Access, AccessConfig, AccessError, Attributes};
 use crate::metrics::{self, AuthnResult};
+use crate::request::identity::Token;
 use crate::request::path::percent_decode;
+use crate::request::websocket::ProtocolTokenError;
 use crate::request::{Client, Identity, Request, UserInfo, Verb, Via};
 use crate::selector::FieldSelector;
 use std::net::{IpAddr, Ipv6Addr};
@@ -99,6 +106,10 @@ pub enum AuthError {
     /// authorize: a bearer token the upstream's review does not take.
     #[error("the bearer token is not valid")]
     InvalidToken,
+    /// authorize: a WebSocket request's `Sec-WebSocket-Protocol` token
+    /// that cannot be read (the protocol authenticator's error: a 401).
+    #[error("the bearer token in Sec-WebSocket-Protocol")]
+    ProtocolToken(#[source] ProtocolTokenError),
     /// authorize: no credentials, and anonymous requests are not served.
     #[error("the request has no credentials and anonymous requests are off")]
     Anonymous,
@@ -121,7 +132,8 @@ pub enum AuthError {
         reason: String,
     },
     /// authorize: whom a certificate client acts as cannot be written
-    /// into impersonation headers.
+    /// into impersonation headers (or the token of a WebSocket's
+    /// protocol into `Authorization`).
     #[error("impersonating {0} upstream")]
     Unforwardable(String),
     /// authorize: the request could not be authorized (the apiserver's
@@ -161,30 +173,24 @@ pub async fn authenticate(
         (AuthMode::Authorize, None) => return Ok(()),
     };
     let by_cert = peer.and_then(|p| p.end_entity()).and_then(cert::user_of);
-    let (user, via) = match (by_cert, &request.bearer) {
-        (Some(user), _) => (user, Via::Certificate),
-        (None, Some(token)) => match access.token_user(&token.0).await {
-            Ok(Some(user)) => (user, Via::Token),
+    let (user, via) = match by_cert {
+        Some(user) => (user, Via::Certificate),
+        None => match by_token(access, request).await {
+            Ok(Some(found)) => found,
+            Ok(None) if auth.anonymous => (UserInfo::anonymous(), Via::Anonymous),
             Ok(None) => {
                 metrics::authentication(AuthnResult::Failure);
-                return Err(AuthError::InvalidToken);
-            }
-            // A flood's tokens: counted, not logged one by one.
-            Err(e) if matches!(*e, AccessError::Busy(_)) => {
-                metrics::authentication(AuthnResult::Error);
-                return Err(AuthError::ReviewsBusy(e));
+                return Err(AuthError::Anonymous);
             }
             Err(e) => {
-                metrics::authentication(AuthnResult::Error);
-                tracing::warn!(error = %e, "a client's token could not be reviewed; answered 401");
-                return Err(AuthError::TokenReview(e));
+                let result = match e {
+                    AuthError::ReviewsBusy(_) | AuthError::TokenReview(_) => AuthnResult::Error,
+                    _ => AuthnResult::Failure,
+                };
+                metrics::authentication(result);
+                return Err(e);
             }
         },
-        (None, None) if auth.anonymous => (UserInfo::anonymous(), Via::Anonymous),
-        (None, None) => {
-            metrics::authentication(AuthnResult::Failure);
-            return Err(AuthError::Anonymous);
-        }
     };
     if via != Via::Anonymous {
         metrics::authentication(AuthnResult::Success);
@@ -199,6 +205,60 @@ pub async fn authenticate(
         via,
     }));
     Ok(())
+}
+
+/// Whom the request's bearer tokens name, asked in the apiserver's order
+/// (`authenticators` in pkg/kubeapiserver/authenticator/config.go @
+/// 010528e346020074d4bd7231378449beee478e10, after x509): the
+/// `Authorization` header's, then — only for a WebSocket request — the one
+/// in `Sec-WebSocket-Protocol`. The first that authenticates wins; when
+/// none does, the first error is the answer (`union.New`), and a token the
+/// upstream refuses is one. Authenticated by the protocol's token, the
+/// request's subprotocols become the others, as the authenticator sets
+/// the header; authenticated otherwise, the entry stays among them.
+async fn by_token(
+    access: &Access,
+    request: &mut Request,
+) -> Result<Option<(UserInfo, Via)>, AuthError> {
+    let mut first_error = None;
+    if let Some(token) = &request.bearer {
+        match review(access, token).await {
+            Ok(user) => return Ok(Some((user, Via::Token))),
+            Err(e) => first_error = Some(e),
+        }
+    }
+    if let Some(ws) = &mut request.websocket {
+        match &ws.token {
+            Ok(None) => {}
+            Err(e) => {
+                first_error.get_or_insert(AuthError::ProtocolToken(e.clone()));
+            }
+            Ok(Some(found)) => match review(access, &found.token).await {
+                Ok(user) => {
+                    ws.protocols = Some(found.others.clone());
+                    return Ok(Some((user, Via::ProtocolToken)));
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            },
+        }
+    }
+    first_error.map_or(Ok(None), Err)
+}
+
+/// The upstream's `TokenReview` of a token: its user, or why not.
+async fn review(access: &Access, token: &Token) -> Result<UserInfo, AuthError> {
+    match access.token_user(&token.0).await {
+        Ok(Some(user)) => Ok(user),
+        Ok(None) => Err(AuthError::InvalidToken),
+        // A flood's tokens: counted, not logged one by one.
+        Err(e) if matches!(*e, AccessError::Busy(_)) => Err(AuthError::ReviewsBusy(e)),
+        Err(e) => {
+            tracing::warn!(error = %e, "a client's token could not be reviewed; answered 401");
+            Err(AuthError::TokenReview(e))
+        }
+    }
 }
 
 /// Whether the request's identity may have it decided at all. A request

@@ -160,6 +160,7 @@ impl From<&AuthError> for Status {
             // The apiserver's 401 says no more, whatever failed.
             AuthError::Unauthenticated
             | AuthError::InvalidToken
+            | AuthError::ProtocolToken(_)
             | AuthError::Anonymous
             | AuthError::TokenReview(_) => Status::new(401, "Unauthorized", "Unauthorized"),
             // Answered as plain text (`too_many_requests_text`).
@@ -186,7 +187,7 @@ impl From<&AuthError> for Status {
                 Status::internal(e.to_string())
             }
             AuthError::Unforwardable(what) => Status::internal(format!(
-                "kubecache cannot impersonate the client upstream: {what} does not fit in a header"
+                "kubecache cannot forward the client's identity upstream: {what} does not fit in a header"
             )),
         }
     }

@@ -9,7 +9,8 @@
 //!    decided: answered from the cache (`read`, `watch`), refused, or
 //!    forwarded with its reason, fallbacks found by reading included;
 //! 6. **respond** — the answer, the upstream's (`passthrough`), or the
-//!    error as the apiserver's `Status` (`errors`, `respond`).
+//!    error as the apiserver's `Status` (`errors`, `respond`); a watch the
+//!    cache answers to a WebSocket request over WebSocket (`websocket`).
 //!
 //! `listener` accepts connections (over TLS with `tls`), bounds them, and
 //! drains them on shutdown; `drain` ends watches when it starts.
@@ -29,6 +30,7 @@ pub mod state;
 pub mod status_page;
 pub mod tls;
 pub mod watch;
+pub mod websocket;
 
 pub use state::{ConsistentReads, ServeState};
 
@@ -48,7 +50,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// One request, phase by phase.
-pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Response<Body> {
+pub async fn handle(state: Arc<ServeState>, mut req: http::Request<Incoming>) -> Response<Body> {
     let started = std::time::Instant::now();
     let mut request = Request::parse(req.method(), req.uri(), req.headers());
     let mut slot = None;
@@ -92,13 +94,25 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         }
         Err(e) => Route::Refused(e.into()),
     };
+    // A watch the cache answers to a WebSocket request: x/net's handshake,
+    // decided before the request is counted (a refusal with its status,
+    // an upgrade as a 101).
+    let mut websocket = None;
     let (resp, served_by) = match route {
         Route::Answered(Answer::Body(body, content_type)) => {
             let in_flight = &state.limits.in_flight;
             let resp = respond::body_response(body, content_type, in_flight);
             (resp, ServedBy::Cache)
         }
-        Route::Answered(Answer::Stream(resp)) => (resp, ServedBy::Cache),
+        Route::Answered(Answer::Stream(resp)) => match websocket_watch(&request, &resp, &req) {
+            Some(Ok(accepted)) => {
+                let slot = req.extensions().get::<listener::ConnectionSlot>().cloned();
+                websocket = Some((accepted, hyper::upgrade::on(&mut req), slot));
+                (resp, ServedBy::Cache)
+            }
+            Some(Err(e)) => (websocket::refusal(&e), ServedBy::Cache),
+            None => (resp, ServedBy::Cache),
+        },
         Route::Refused(e) => (error(&request, &e), ServedBy::Cache),
         Route::Forward(reason) => {
             metrics::forwarded(reason.as_str());
@@ -118,7 +132,7 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
             let max_body = state.limits.config.max_body_bytes;
             let resp = match shared {
                 Some(resp) => Ok(resp),
-                None => passthrough::forward(&state, &request.identity, req, max_body).await,
+                None => passthrough::forward(&state, &request, req, max_body).await,
             };
             let resp = resp.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "upstream unreachable");
@@ -132,10 +146,14 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         resp.headers_mut()
             .append(http::header::WARNING, stale.header());
     }
+    let status = match websocket {
+        Some(_) => http::StatusCode::SWITCHING_PROTOCOLS,
+        None => resp.status(),
+    };
     metrics::request(
         request.verb.as_str(),
         request.resource_name(),
-        resp.status().as_u16(),
+        status.as_u16(),
         served_by,
         started.elapsed(),
     );
@@ -151,8 +169,9 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
         let resp = Response::from_parts(parts, crate::body::holding(body, open));
         // Only a downstream kubecache asks, and only the cache's own
         // streams are compressed: a forwarded one is the upstream's, as it
-        // came (gzipped already if the upstream is a kubecache).
-        if request.gzip_watch && served_by == ServedBy::Cache {
+        // came (gzipped already if the upstream is a kubecache). Never
+        // over WebSocket, whose messages are the events themselves.
+        if request.gzip_watch && served_by == ServedBy::Cache && websocket.is_none() {
             respond::gzipped_watch(resp)
         } else {
             resp
@@ -160,11 +179,42 @@ pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Res
     } else {
         resp
     };
-    match slot {
+    let resp = match slot {
         // Held until the answer is written: a watch's for as long as it streams.
         Some(slot) => limits::hold(resp, slot),
         None => resp,
+    };
+    match websocket {
+        // The watch streams over the connection hyper hands over; the
+        // session holds what the body held (its slot, the drain, the gauge).
+        Some((accepted, on_upgrade, conn)) => {
+            let resource = request.resource_name().to_string();
+            websocket::upgrade(&accepted, on_upgrade, resp, conn, resource)
+        }
+        None => resp,
     }
+}
+
+/// A cache-served watch (`watch`, the cache's 200 stream) of a WebSocket
+/// request: x/net's handshake of it, with its subprotocols as the
+/// authenticators left them. `None` for anything else, answered as it is
+/// (the apiserver's reads other than watches ignore `Upgrade`).
+fn websocket_watch(
+    request: &Request,
+    watch: &Response<Body>,
+    req: &http::Request<Incoming>,
+) -> Option<Result<websocket::Accepted, websocket::WebSocketError>> {
+    let ws = request.websocket.as_ref()?;
+    if request.verb != crate::request::Verb::Watch || watch.status() != http::StatusCode::OK {
+        return None;
+    }
+    let protocols = ws.protocols.as_deref();
+    Some(websocket::handshake(
+        req.method(),
+        req.uri(),
+        req.headers(),
+        protocols,
+    ))
 }
 
 /// Whether the status page is asked for as JSON: an Accept that names

@@ -6,8 +6,12 @@
 //! kubecache's own in trust-local mode (the client's `Authorization`
 //! dropped, as `kubectl proxy` drops it); a client's bearer token, or none
 //! for an anonymous client, as it came, through a connection that presents
-//! nothing of kubecache's; a client known by its certificate as kubecache
-//! impersonating it (`Impersonate-User`, `-Group`, `-Extra-*`, `-Uid`).
+//! nothing of kubecache's — one that authenticated with the bearer token
+//! of its `Sec-WebSocket-Protocol` with that token as `Authorization:
+//! Bearer` and the entry removed, as the apiserver's authenticator removes
+//! it, so that the upstream's handshake sees what the apiserver's would; a
+//! client known by its certificate as kubecache impersonating it
+//! (`Impersonate-User`, `-Group`, `-Extra-*`, `-Uid`).
 
 use super::auth::AuthError;
 use super::errors::ServeError;
@@ -16,6 +20,7 @@ use super::state::ServeState;
 use crate::body::{self, Body, BoxError};
 use crate::request::identity::ALL_AUTHENTICATED;
 use crate::request::impersonation::{EXTRA_PREFIX, GROUP, USER};
+use crate::request::websocket::ProtocolToken;
 use crate::request::{Identity, UserInfo, Via};
 use http::{header, HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -72,11 +77,11 @@ fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
 /// with one were refused before) is cut off there, and the request fails.
 pub async fn forward(
     state: &ServeState,
-    identity: &Identity,
+    request: &crate::request::Request,
     mut req: Request<Incoming>,
     max_body: u64,
 ) -> Result<Response<Body>, ServeError> {
-    let up = match identity {
+    let up = match &request.identity {
         Identity::Proxy => {
             // The proxy's own credentials stand in for the client's, like
             // kubectl proxy.
@@ -88,6 +93,20 @@ pub async fn forward(
                 .forward_as_client
                 .as_ref()
                 .ok_or(AuthError::Unauthenticated)?,
+            Via::ProtocolToken => {
+                let found = request
+                    .websocket
+                    .as_ref()
+                    .and_then(|ws| ws.token.as_ref().ok());
+                let Some(found) = found.and_then(Option::as_ref) else {
+                    return Err(AuthError::Unauthenticated.into());
+                };
+                bearer_in_place_of_protocol(req.headers_mut(), found)?;
+                state
+                    .forward_as_client
+                    .as_ref()
+                    .ok_or(AuthError::Unauthenticated)?
+            }
             Via::Certificate => {
                 impersonate(req.headers_mut(), &client.acting_as)?;
                 &state.forward
@@ -126,6 +145,24 @@ pub async fn forward(
         parts,
         body.map_err(|e| Box::new(e) as BoxError).boxed_unsync(),
     ))
+}
+
+/// Makes `headers` carry the token a client authenticated with in its
+/// `Sec-WebSocket-Protocol` as `Authorization: Bearer`, and the header as
+/// the apiserver's protocol authenticator leaves it: the other
+/// subprotocols joined with ",".
+fn bearer_in_place_of_protocol(
+    headers: &mut HeaderMap,
+    found: &ProtocolToken,
+) -> Result<(), AuthError> {
+    let bearer = HeaderValue::from_str(&format!("Bearer {}", found.token.0))
+        .map_err(|_| AuthError::Unforwardable("the token of Sec-WebSocket-Protocol".into()))?;
+    let others = HeaderValue::from_str(&found.others).map_err(|_| {
+        AuthError::Unforwardable("the subprotocols of Sec-WebSocket-Protocol".into())
+    })?;
+    headers.insert(header::AUTHORIZATION, bearer);
+    headers.insert(header::SEC_WEBSOCKET_PROTOCOL, others);
+    Ok(())
 }
 
 /// Makes `headers` ask the upstream to act as `user`: the client's own

@@ -1,7 +1,8 @@
 //! Helpers for the integration tests, which each include this module
 //! (`mod common; use common::*;`): the servers (`servers`), certificates
 //! and HTTPS clients (`certs`), an HTTP client
-//! (`http_client`), watches and convergence (`watch`), Table comparison
+//! (`http_client`), watches and convergence (`watch`), a WebSocket client
+//! (`websocket`), Table comparison
 //! (`tables`), kubectl (`kubectl`), objects made upstream (`upstream`),
 //! a relay that can be cut like a killed apiserver
 //! (`relay`), scratch names and scripts (`scratch`), a scenario's time limit
@@ -22,9 +23,10 @@ mod tables;
 mod timeouts;
 mod upstream;
 mod watch;
+mod websocket;
 
 #[allow(unused_imports)]
 pub use self::{
     certs::*, http_client::*, kubectl::*, relay::*, scratch::*, servers::*, tables::*, timeouts::*,
-    upstream::*, watch::*,
+    upstream::*, watch::*, websocket::*,
 };

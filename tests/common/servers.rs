@@ -1,6 +1,7 @@
 //! The servers a test talks to: a simulated apiserver (`SimBuilder`), a
 //! kubecache in front of any upstream (`ProxyBuilder`, `wait_synced`,
-//! `assert_served_with`), and the real apiserver's URL. Every server binds
+//! `assert_served_with`), a simulator behind review endpoints for
+//! authorize mode (`ReviewingSim`), and the real apiserver's URL. Every server binds
 //! port 0.
 
 use super::http_client::get;
@@ -380,5 +381,156 @@ pub fn rbac_apiserver() -> RbacApiserver {
         ca: run.join("certs/apiserver.crt"),
         token: run.join("token"),
         certs: PathBuf::from(var("KUBECACHE_REAL_APISERVER_CLIENT_CERTS")),
+    }
+}
+
+/// The tokens `ReviewingSim` knows, and their users.
+pub const REVIEWED_TOKENS: &[(&str, &str)] = &[
+    ("alice-token", "alice"),
+    ("nobody-token", "nobody"),
+    ("kubecache-token", "kubecache"),
+];
+
+/// What reached the simulator behind a `ReviewingSim`.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub path_and_query: String,
+    pub authorization: Option<String>,
+    pub protocol: Option<String>,
+}
+
+/// A simulator behind the review endpoints a kubecache in authorize mode
+/// asks, as an apiserver with a token file and a small authorizer: the
+/// tokens of `REVIEWED_TOKENS` are their users, everyone but `nobody`
+/// may do anything. Every other request must carry one of those tokens
+/// in `Authorization` (else 401; a token in `Sec-WebSocket-Protocol` is
+/// not read), is recorded, and goes to the simulator.
+pub struct ReviewingSim {
+    pub url: String,
+    /// The simulator itself, for setting up (no credentials needed).
+    pub sim_url: String,
+    pub sim: Arc<Sim>,
+    pub seen: Arc<std::sync::Mutex<Vec<Seen>>>,
+    /// kubecache's own token, in a file for its upstream configuration.
+    pub kubecache_token: PathBuf,
+}
+
+impl ReviewingSim {
+    pub async fn start(opts: SimBuilder) -> ReviewingSim {
+        use http_body_util::BodyExt;
+        let sim = Sim::new(&opts.opts);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (s, log) = (sim.clone(), seen.clone());
+        let handler = move |req: http::Request<hyper::body::Incoming>| {
+            let (sim, seen) = (s.clone(), log.clone());
+            async move {
+                let user_of = |token: &str| {
+                    REVIEWED_TOKENS
+                        .iter()
+                        .find(|(t, _)| *t == token)
+                        .map(|(_, u)| *u)
+                };
+                let path = req.uri().path().to_string();
+                let answer = |json: serde_json::Value, code: u16| {
+                    let mut r = http::Response::new(kubecache::body::full(json.to_string()));
+                    *r.status_mut() = http::StatusCode::from_u16(code).unwrap();
+                    r.headers_mut()
+                        .insert("content-type", "application/json".parse().unwrap());
+                    r
+                };
+                if path.ends_with("/tokenreviews") || path.ends_with("/subjectaccessreviews") {
+                    let body = req.into_body().collect().await.unwrap().to_bytes();
+                    let review: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    let status = if path.ends_with("/tokenreviews") {
+                        match user_of(review["spec"]["token"].as_str().unwrap_or_default()) {
+                            Some(u) => serde_json::json!({"authenticated": true,
+                                "user": {"username": u, "groups": ["system:authenticated"]}}),
+                            None => serde_json::json!({"authenticated": false}),
+                        }
+                    } else {
+                        let allowed = review["spec"]["user"] != "nobody";
+                        serde_json::json!({"allowed": allowed, "reason": if allowed { "" } else { "not nobody" }})
+                    };
+                    return answer(serde_json::json!({"status": status}), 201);
+                }
+                let header = |name: &str| {
+                    req.headers()
+                        .get(name)
+                        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                };
+                let authorization = header("authorization");
+                seen.lock().unwrap().push(Seen {
+                    path_and_query: req
+                        .uri()
+                        .path_and_query()
+                        .map_or(path.clone(), |p| p.to_string()),
+                    authorization: authorization.clone(),
+                    protocol: header("sec-websocket-protocol"),
+                });
+                let token = authorization
+                    .as_deref()
+                    .and_then(|a| a.strip_prefix("Bearer "))
+                    .unwrap_or_default();
+                if user_of(token).is_none() {
+                    let status = serde_json::json!({"kind": "Status", "apiVersion": "v1",
+                        "metadata": {}, "status": "Failure", "message": "Unauthorized",
+                        "reason": "Unauthorized", "code": 401});
+                    return answer(status, 401);
+                }
+                kubecache_sim::api::handle(sim, req).await
+            }
+        };
+        tokio::spawn(kubecache::serve::listener::serve_http(
+            listener,
+            None,
+            handler,
+            std::future::pending(),
+            Duration::from_secs(1),
+        ));
+        let dir = std::env::temp_dir().join(format!(
+            "kubecache-reviewing-{}",
+            super::scratch::unique_suffix()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubecache_token = dir.join("token");
+        std::fs::write(&kubecache_token, "kubecache-token").unwrap();
+        let direct = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let sim_url = format!("http://{}", direct.local_addr().unwrap());
+        tokio::spawn(kubecache_sim::run(
+            sim.clone(),
+            direct,
+            std::future::pending(),
+        ));
+        ReviewingSim {
+            url: format!("http://{addr}"),
+            sim_url,
+            sim,
+            seen,
+            kubecache_token,
+        }
+    }
+
+    /// A kubecache in authorize mode in front of it, reading as itself.
+    pub fn proxy(&self) -> ProxyBuilder {
+        let upstream = UpstreamConfig::new(&self.url)
+            .unwrap()
+            .with_token_file(&self.kubecache_token)
+            .unwrap();
+        ProxyBuilder::new(&self.url)
+            .upstream(upstream)
+            .authorize(kubecache::access::AccessConfig::default())
+    }
+
+    /// What reached the simulator for paths containing `part`.
+    pub fn seen(&self, part: &str) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.path_and_query.contains(part))
+            .cloned()
+            .collect()
     }
 }

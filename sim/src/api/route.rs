@@ -1,6 +1,7 @@
 //! Which part answers a request: the fault controls, the injected 500s
 //! (to all but the fault controls), discovery, the OpenAPI document, then
-//! the simulated types' reads and writes; and why a request gets an error
+//! the simulated types' reads (a watch of a WebSocket request over
+//! WebSocket, as `kubecache::serve::websocket` serves it) and writes; and why a request gets an error
 //! instead (`RouteError`: its own, or the part's it went to).
 
 use super::reads::{self, ReadError};
@@ -13,8 +14,9 @@ use http::{header, Method, Request, Response};
 use hyper::body::Incoming;
 use kubecache::body::Body;
 use kubecache::request::accept::Accept;
-use kubecache::request::ResourcePath;
+use kubecache::request::{ListOptions, ResourcePath};
 use kubecache::resource::GroupVersionResource;
+use kubecache::serve::websocket;
 use std::sync::Arc;
 
 /// Why a request gets an error: it reaches no part that answers it, or
@@ -60,7 +62,7 @@ pub(super) enum RouteError {
 /// The answer of the part a request is for, or why there is none.
 pub(super) async fn route(
     sim: &Arc<Sim>,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Result<Response<Body>, RouteError> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(str::to_string);
@@ -111,9 +113,17 @@ pub(super) async fn route(
     if req.method() == Method::GET {
         let accept = Accept::new(accept_text.as_deref());
         let (ns, key, query) = (ns.as_deref(), key.as_deref(), query.as_deref());
-        return reads::read(sim, &accept, &t, &rp, ns, key, query)
+        let watching = rp.legacy_watch || ListOptions::parse(query).watch;
+        let answer = reads::read(sim, &accept, &t, &rp, ns, key, query)
             .await
-            .map_err(|error| RouteError::Read { error, accept });
+            .map_err(|error| RouteError::Read { error, accept })?;
+        // A watch asked for over WebSocket streams over it, as the
+        // apiserver's serveWatch streams it (kubecache's own code).
+        return Ok(if watching {
+            websocket::answer_watch(&mut req, answer, t.rt.gvr.to_string())
+        } else {
+            answer
+        });
     }
     if req.method() == Method::DELETE && key.is_none() {
         let accept = Accept::new(accept_text.as_deref());
