@@ -117,23 +117,29 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Duration;
 
+    /// A run that takes 100 ms and answers its number, counting in `runs`.
+    fn counted(
+        runs: &Arc<AtomicU64>,
+    ) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = u64> + Send>> + Clone + Send + 'static
+    {
+        let runs = runs.clone();
+        move || {
+            let runs = runs.clone();
+            Box::pin(async move {
+                // The run's number as it begins.
+                let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                n
+            })
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn callers_share_the_next_run_that_starts_after_they_asked() {
         let flights: Arc<Flights<&str, u64>> = Arc::default();
         let runs = Arc::new(AtomicU64::new(0));
         let rt = tokio::runtime::Handle::current();
-        let run = {
-            let runs = runs.clone();
-            move || {
-                let runs = runs.clone();
-                async move {
-                    // The run's number as it begins.
-                    let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    n
-                }
-            }
-        };
+        let run = counted(&runs);
         let first = tokio::spawn({
             let (f, rt, run) = (flights.clone(), rt.clone(), run.clone());
             async move { f.join("k", &rt, run).await }
@@ -158,20 +164,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_batch_whose_callers_all_left_is_not_run() {
-        let flights: Arc<Flights<u8, u8>> = Arc::default();
+        let flights: Arc<Flights<u8, u64>> = Arc::default();
         let runs = Arc::new(AtomicU64::new(0));
         let rt = tokio::runtime::Handle::current();
-        let run = {
-            let runs = runs.clone();
-            move || {
-                let runs = runs.clone();
-                async move {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    0
-                }
-            }
-        };
+        let run = counted(&runs);
         let first = tokio::spawn({
             let (f, rt, run) = (flights.clone(), rt.clone(), run.clone());
             async move { f.join(1, &rt, run).await }

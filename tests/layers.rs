@@ -620,3 +620,33 @@ fn the_checker_sees_cycles_and_reexports() {
         vec![(p("api/handle"), false), (p("api/run"), false)]
     );
 }
+
+/// A type's cache is changed only through the reflector's narrow
+/// `Writer` (`cache::type_cache` applies each `Update` to its store):
+/// every other module of the library reads stores, never writes them.
+#[test]
+fn only_the_writer_changes_a_type_caches_store() {
+    let writes = [
+        ".apply(",
+        ".replace(",
+        ".advance(",
+        ".advance_proven(",
+        ".release()",
+        ".resync(",
+        ".compact()",
+    ];
+    let (modules, _) = load("src");
+    let mut found = Vec::new();
+    for (path, m) in &modules {
+        let name = path.join("::");
+        if name.starts_with("store") || name == "cache::type_cache" {
+            continue;
+        }
+        for w in writes {
+            if m.code.contains(&format!("store{w}")) {
+                found.push(format!("{name} calls store{w}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::fixtures::{release, resource_of};
+use common::fixtures::resource_of;
 use common::*;
 use http::Method;
 use kubecache::serve::ConsistentReads;
@@ -107,6 +107,12 @@ struct Target {
 }
 
 impl Target {
+    /// The type's collection across namespaces: `/api/v1/configmaps`.
+    fn all_namespaces(&self) -> String {
+        let base = self.collection.split("/namespaces/").next().unwrap();
+        format!("{base}/{}", self.collection.rsplit('/').next().unwrap())
+    }
+
     fn object(&self, name: &str) -> serde_json::Value {
         let mut o =
             json!({"apiVersion": self.api_version, "kind": self.kind, "metadata": {"name": name}});
@@ -138,37 +144,26 @@ async fn proven_trials(up: &str, targets: Vec<Target>, trials: usize, writers: u
         .start()
         .await;
     for t in &targets {
-        let all = t
-            .collection
-            .split("/namespaces/")
-            .next()
-            .unwrap()
-            .to_string()
-            + "/"
-            + t.collection.rsplit('/').next().unwrap();
-        get(&format!("{}{all}?resourceVersion=0", p.url)).await;
+        get(&format!(
+            "{}{}?resourceVersion=0",
+            p.url,
+            t.all_namespaces()
+        ))
+        .await;
     }
     for t in &targets {
-        let all = t
-            .collection
-            .split("/namespaces/")
-            .next()
-            .unwrap()
-            .to_string()
-            + "/"
-            + t.collection.rsplit('/').next().unwrap();
-        let resource = resource_of(&t.collection);
-        wait_synced(&p, &all, &resource).await;
+        wait_synced(&p, &t.all_namespaces(), &resource_of(&t.collection)).await;
     }
     let stop = Arc::new(AtomicBool::new(false));
     // The busy target written by others too, and another type written
-    // all the while: the upstream's revision never stands still.
+    // all the while (events: they hold nothing the upstream runs out of,
+    // as a service's IP): the upstream's revision never stands still.
     let background: Vec<_> = [
         targets[0].clone(),
         Target {
-            collection: targets[0].collection.replace("configmaps", "services"),
+            collection: targets[0].collection.replace("configmaps", "events"),
             api_version: "v1".into(),
-            kind: "Service".into(),
+            kind: "Event".into(),
         },
     ]
     .into_iter()
@@ -180,8 +175,11 @@ async fn proven_trials(up: &str, targets: Vec<Target>, trials: usize, writers: u
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
                 let mut o = t.object(&format!("bg{n}-{i}"));
-                if t.kind == "Service" {
-                    o["spec"] = json!({"ports": [{"port": 80}]});
+                if t.kind == "Event" {
+                    let ns = t.collection.split('/').nth(4).unwrap_or("default").to_string();
+                    o = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": format!("bg{n}-{i}")},
+                        "involvedObject": {"kind": "ConfigMap", "namespace": ns, "name": "x"},
+                        "reason": "Test", "message": "the revision moves on", "type": "Normal"});
                 }
                 send(Method::POST, &format!("{up}{}", t.collection), Some(o)).await;
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -316,5 +314,15 @@ async fn ten_thousand_proven_consistent_reads_see_every_prior_write_on_the_real_
     let t = vec![t[0].clone(), t[1].clone(), t[0].clone(), t[2].clone()];
     let p = within(900, proven_trials(&up, t.clone(), 10_000, 48)).await;
     report(&p, &t);
-    release(&up, &ns).await;
+    // What the trials made goes, so that the tests after these list no
+    // more than they would have.
+    for path in [
+        format!("/api/v1/namespaces/{ns}/configmaps"),
+        format!("/api/v1/namespaces/{ns}/secrets"),
+        format!("/api/v1/namespaces/{ns}/events"),
+        format!("/apis/kubecache.test/v1/namespaces/{ns}/ryws"),
+    ] {
+        let r = send(Method::DELETE, &format!("{up}{path}"), None).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+    }
 }

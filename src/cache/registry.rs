@@ -110,6 +110,10 @@ pub struct Cache {
     body_budget: Arc<Budget>,
     edge: EdgeConfig,
     snapshots: Option<Snapshots>,
+    /// Whether the snapshot has been restored from: until then nothing is
+    /// written to it (a write removes the files of types not cached yet —
+    /// those being restored).
+    restored: AtomicBool,
     /// When the discovery documents were read from the upstream.
     discovery_as_of: RwLock<Option<std::time::SystemTime>>,
     /// The discovery last written to the snapshot; held while a snapshot
@@ -165,6 +169,7 @@ impl Cache {
             body_budget: Arc::new(Budget::with_limit(cache_limits.max_kept_bytes)),
             edge,
             snapshots,
+            restored: AtomicBool::new(false),
             discovery_as_of: RwLock::new(None),
             discovery_written: Default::default(),
         });
@@ -419,6 +424,7 @@ impl Cache {
         if types > 0 {
             tracing::info!(types, objects, dir = %snaps.dir().display(), "snapshot restored");
         }
+        self.restored.store(true, Ordering::Release);
     }
 
     /// Writes what changed since the last write to the snapshot: every
@@ -428,6 +434,13 @@ impl Cache {
         let Some(snaps) = self.snapshots.clone() else {
             return;
         };
+        // Not while the snapshot is being read: the types not restored yet
+        // are not cached, and their files would be removed as no longer
+        // cached before they are read (a restore of 9,000 configmaps took
+        // longer than a 200 ms interval, and the pods' file went).
+        if !self.restored.load(Ordering::Acquire) {
+            return;
+        }
         let me = self.clone();
         let wrote = tokio::task::spawn_blocking(move || me.write_snapshot_now(&snaps)).await;
         if let Err(e) = wrote {
@@ -553,5 +566,58 @@ impl Cache {
     /// Every type cache started so far, for readiness and metrics.
     pub fn all(&self) -> Vec<Arc<TypeCache>> {
         self.types.iter().map(|e| e.value().clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nothing_is_written_to_the_snapshot_before_it_is_restored_from() {
+        let dir = std::env::temp_dir().join(format!(
+            "kubecache-registry-{}-{}",
+            std::process::id(),
+            clock_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A type's file left by the last run, not read yet.
+        let pods = dir.join("core_v1_pods.snapshot");
+        std::fs::write(&pods, b"not read yet").unwrap();
+        let upstream = UpstreamConfig::new("http://127.0.0.1:1").unwrap();
+        let edge = EdgeConfig {
+            snapshot_dir: Some(dir.clone()),
+            snapshot_every: Duration::from_secs(3600),
+            serve_stale_when_offline: false,
+        };
+        let cache = Cache::new(
+            &upstream,
+            HistoryLimits::default(),
+            ReflectorConfig::default(),
+            CacheLimits::default(),
+            edge,
+            FreshnessConfig::default(),
+        )
+        .unwrap();
+        cache.write_snapshot().await;
+        assert!(
+            pods.exists(),
+            "a write before the restore removed what it was to read"
+        );
+        // Once restored (here: the file found wanting and left out), the
+        // writer keeps the snapshot to what is cached.
+        let c = cache.clone();
+        tokio::task::spawn_blocking(move || c.restore_snapshot())
+            .await
+            .unwrap();
+        cache.write_snapshot().await;
+        assert!(!pods.exists(), "a type not cached has no file");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn clock_nanos() -> u128 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
     }
 }

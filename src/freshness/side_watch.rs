@@ -143,11 +143,17 @@ where
         "{}?watch=1&resourceVersion={from}&allowWatchBookmarks=true&timeoutSeconds={TIMEOUT_SECONDS}",
         tc.resource().path(None)
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(TIMEOUT_SECONDS) + GRACE;
+    let opened = tokio::time::Instant::now();
+    let deadline = opened + Duration::from_secs(TIMEOUT_SECONDS) + GRACE;
     let bookmark = tokio::time::timeout_at(deadline, bookmark_after(up, &path, from)).await;
     let (through, rv) = match bookmark {
         Err(_) => return Ended::Failed("still open past its timeout".into()),
         Ok(Err(e)) => return Ended::Failed(e),
+        // Ended before its bookmark was due (2 s before its deadline): cut,
+        // not a watch the upstream chose not to bookmark.
+        Ok(Ok(None)) if opened.elapsed() < Duration::from_secs(TIMEOUT_SECONDS - 2) => {
+            return Ended::Failed("ended before its bookmark was due".into())
+        }
         Ok(Ok(None)) => return Ended::NoBookmark,
         Ok(Ok(Some(found))) => found,
     };
