@@ -131,6 +131,36 @@ async fn metrics_have_help_type_the_apiservers_buckets_and_values_that_move() {
         assert!(m["process_open_fds"] >= 3.0);
         let cpu = m["process_cpu_seconds_total"];
 
+        // A consistent list of the quiet pods in front of the simulator as
+        // v1.20: no proof, forwarded (shared), each counted so.
+        assert_eq!(get(&format!("{url}/api/v1/pods?limit=10")).await.status, 200);
+        let (text, m) = scrape(&url).await;
+        for (family, kind) in [
+            ("kubecache_consistent_reads_total", "counter"),
+            ("kubecache_freshness_proof_duration_seconds", "histogram"),
+            ("kubecache_coalesced_reads_total", "counter"),
+        ] {
+            assert!(family_has_help_and_type(&text, family, kind), "{family} {kind}:\n{text}");
+        }
+        let forwarded = r#"kubecache_consistent_reads_total{resource="v1/pods",served_by="upstream",reason="no_proof"}"#;
+        assert_eq!(m[forwarded], 1.0, "{text}");
+        assert_eq!(m[r#"kubecache_coalesced_reads_total{role="began"}"#], 1.0, "{text}");
+        let proof_buckets: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("kubecache_freshness_proof_duration_seconds_bucket{")
+                    && l.contains(r#"outcome="no_proof""#)
+            })
+            .map(|l| l.split("le=\"").nth(1).unwrap().split('"').next().unwrap())
+            .collect();
+        assert_eq!(
+            proof_buckets,
+            [
+                "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "0.75",
+                "1", "1.25", "1.5", "2.5", "+Inf"
+            ]
+        );
+
         // The watch closed: no longer open. More lists: counted.
         drop(watch);
         assert_eq!(get(&format!("{url}/api/v1/pods?resourceVersion=0")).await.status, 200);
