@@ -56,7 +56,7 @@ fn benches(c: &mut Criterion) {
     g.bench_function("10k pods, read and assemble the JSON body", |b| {
         b.iter(|| {
             let page = read_page(&snap.items, &all(0));
-            let meta = ListMeta::of_page(snap.rv, &page);
+            let meta = ListMeta::of_page(snap.rv, &page, Default::default());
             black_box(json::list(&pods.codec, &meta, &page.items).unwrap())
         })
     });
@@ -145,7 +145,12 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
-    let body = json::list(&pods.codec, &ListMeta::of_page(snap.rv, &page), &page.items).unwrap();
+    let body = json::list(
+        &pods.codec,
+        &ListMeta::of_page(snap.rv, &page, Default::default()),
+        &page.items,
+    )
+    .unwrap();
     let mut g = c.benchmark_group("gzip");
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.sample_size(10);
@@ -178,7 +183,10 @@ fn benches(c: &mut Criterion) {
         "pieces without a window: {:.1}% of the JSON",
         100.0 * no_window as f64 / body.len() as f64
     );
-    let (head, tail) = json::list_ends(&pods.codec, &ListMeta::of_page(snap.rv, &page));
+    let (head, tail) = json::list_ends(
+        &pods.codec,
+        &ListMeta::of_page(snap.rv, &page, Default::default()),
+    );
     let pieces = Arc::new(Pieces::new(Arc::new(Budget::default())));
     // The first stitch finds none and has them made in the background.
     let z = loop {
@@ -239,7 +247,7 @@ fn benches(c: &mut Criterion) {
         })
     });
     let spec = TableSpec::new(MetaVersion::V1, Include::Metadata, printer.clone());
-    let meta = ListMeta::of_page(snap.rv, &page);
+    let meta = ListMeta::of_page(snap.rv, &page, Default::default());
     g.bench_function("10k-pod Table list from cached rows", |b| {
         b.iter(|| black_box(spec.list(&pods.codec, &meta, &page.items).unwrap()))
     });

@@ -408,3 +408,34 @@ async fn todays_client_mix_is_answered_from_the_cache() {
     })
     .await;
 }
+
+/// kubecache's representations follow the upstream's release: a page's
+/// continue token (v1.36 writes its key with a leading `/`, v1.20
+/// without) is the simulator's own, as v1.36 and as v1.20, and readiness
+/// says which release kubecache follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_tokens_follow_the_upstreams_release() {
+    within(60, async {
+        for (personality, release) in [(Personality::V1_36, "v1.36"), (Personality::V1_20, "v1.20")] {
+            let s = SimBuilder::new().personality(personality).configmaps(60).start().await;
+            let p = proving(&s.url).await;
+            wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+            let path = "/api/v1/namespaces/default/configmaps?limit=2&resourceVersion=1&resourceVersionMatch=NotOlderThan";
+            let token = |r: Resp| r.json()["metadata"]["continue"].as_str().unwrap().to_string();
+            let ours = token(get(&format!("{}{path}", p.url)).await);
+            let theirs = token(get(&format!("{}{path}", s.url)).await);
+            use base64::Engine as _;
+            let decode = |t: &str| {
+                String::from_utf8(base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(t).unwrap()).unwrap()
+            };
+            let (ours, theirs) = (decode(&ours), decode(&theirs));
+            // The same key and form; the versions each read at may differ.
+            let start = |t: &str| t.split("\"start\":").nth(1).unwrap().to_string();
+            assert_eq!(start(&ours), start(&theirs), "{release}");
+            assert_eq!(start(&ours).starts_with("\"/"), personality == Personality::V1_36, "{ours}");
+            let ready = get(&format!("{}/readyz?verbose", p.url)).await.text();
+            assert!(ready.contains(&format!("[+]representations ok ({release}: the upstream's release")), "{ready}");
+        }
+    })
+    .await;
+}

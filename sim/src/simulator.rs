@@ -119,6 +119,15 @@ impl Personality {
         }
     }
 
+    /// Whose representations its answers follow.
+    pub fn representations(self) -> kubecache::encode::personality::Personality {
+        use kubecache::encode::personality::Personality as P;
+        match self {
+            Personality::V1_20 => P::V1_20,
+            Personality::V1_36 => P::of(1, 36).0,
+        }
+    }
+
     /// Streaming lists and the WatchList feature's validation.
     pub fn watch_list(self) -> bool {
         self != Personality::V1_20
@@ -421,7 +430,10 @@ impl Sim {
                 } else {
                     ListStyle::Typed
                 };
-                let codec = Arc::new(TypeCodec::for_type(&rt, style));
+                let codec = Arc::new(
+                    TypeCodec::for_type(&rt, style)
+                        .with_personality(opts.personality.representations()),
+                );
                 let printer = Printer::builtin(&rt.gvr.group, &rt.gvr.version, &rt.gvr.resource);
                 (
                     rt.gvr.clone(),

@@ -173,6 +173,21 @@ impl Cache {
             discovery_as_of: RwLock::new(None),
             discovery_written: Default::default(),
         });
+        {
+            // Every type's representations follow the upstream's release:
+            // learnt at start, and changed by an upgrade behind kubecache.
+            let weak = Arc::downgrade(&cache);
+            let mut versions = cache.freshness.version().subscribe();
+            cache.ingest.handle().spawn(async move {
+                while versions.changed().await.is_ok() {
+                    let Some(cache) = weak.upgrade() else { return };
+                    let (personality, _) = cache.freshness.version().personality();
+                    for tc in cache.all() {
+                        tc.follow(personality);
+                    }
+                }
+            });
+        }
         if cache.snapshots.is_some() {
             let weak = Arc::downgrade(&cache);
             let every = cache.edge.snapshot_every.max(Duration::from_millis(100));

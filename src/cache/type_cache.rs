@@ -129,7 +129,8 @@ impl TypeCache {
         tell_relists: bool,
         freshness: Arc<Freshness>,
     ) -> Self {
-        let codec = TypeCodec::for_type(&rt, ListStyle::Typed);
+        let codec = TypeCodec::for_type(&rt, ListStyle::Typed)
+            .with_personality(freshness.version().personality().0);
         TypeCache {
             rt,
             store: Store::new(history),
@@ -170,6 +171,17 @@ impl TypeCache {
             .await
     }
 
+    /// Writes its representations as `personality`'s apiserver does from
+    /// now on: the upstream's release changed (an upgrade behind kubecache)
+    /// or was just learnt. The codec is replaced, so nothing encoded with
+    /// the old one is shared again.
+    pub fn follow(&self, personality: crate::encode::personality::Personality) {
+        let mut codec = self.codec.write().unwrap_or_else(|e| e.into_inner());
+        if codec.personality != personality {
+            *codec = Arc::new(codec.with_personality(personality));
+        }
+    }
+
     /// How its consistent reads are proven now, and why.
     pub fn freshness_mode(&self) -> Mode {
         self.freshness.mode(&self.store)
@@ -179,7 +191,10 @@ impl TypeCache {
     /// upstream lists the type again; its reflector's first list is a
     /// consistent one, never older than this.
     pub(super) fn restore(&self, r: super::snapshot::Restored) {
-        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(r.codec);
+        let codec = r
+            .codec
+            .with_personality(self.freshness.version().personality().0);
+        *self.codec.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(codec);
         self.store.replace(r.entries, r.rv);
         *self.restored.lock().unwrap_or_else(|e| e.into_inner()) = Some(r.written);
         *self
@@ -397,8 +412,10 @@ impl Writer for TypeCache {
 }
 
 impl TypeCache {
-    /// A whole list replaces the state (`Update::Listed`).
-    fn listed(&self, codec: TypeCodec, entries: Vec<Arc<Entry>>, rv: u64) {
+    /// A whole list replaces the state (`Update::Listed`), its
+    /// representations following the upstream's release as it is now.
+    fn listed(&self, mut codec: TypeCodec, entries: Vec<Arc<Entry>>, rv: u64) {
+        codec.personality = self.freshness.version().personality().0;
         metrics::reflector_list(&self.rt.gvr.to_string(), self.store.limits().capacity);
         // The codec first: readers of the new state decode and encode it
         // with the codec that read it.

@@ -7,6 +7,7 @@
 //! tests/bookmarks.rs; a kind not in it gets the bare type and metadata.
 
 use super::codec::{ListStyle, TypeCodec};
+use super::personality::Personality;
 use bytes::Bytes;
 
 /// The annotation that closes the initial events of a streaming list.
@@ -31,16 +32,27 @@ pub fn object(codec: &TypeCodec, rv: u64, initial_events_end: bool) -> Bytes {
     }
     let (fixed, rest) = zero_value(&codec.group, &codec.api_version, &codec.kind);
     let meta = versioned_meta(fixed, rv, initial_events_end);
-    Bytes::from(format!(
-        r#"{{"kind":{kind},"apiVersion":{api_version},"metadata":{meta}{rest}}}"#
-    ))
+    let object = format!(r#"{{"kind":{kind},"apiVersion":{api_version},"metadata":{meta}{rest}}}"#);
+    if codec.personality.omits_zero_creation_timestamp() {
+        // The object's and its templates' empty ObjectMeta alike.
+        return Bytes::from(
+            object
+                .replace(r#","creationTimestamp":null"#, "")
+                .replace(r#""creationTimestamp":null"#, ""),
+        );
+    }
+    Bytes::from(object)
 }
 
 /// A bookmark's metadata as its internal object has it, which is what a
 /// metadata-only watch's bookmark and a Table row carry: without the
 /// annotations only the conversion to a version adds.
-pub fn object_meta(rv: u64, initial_events_end: bool) -> String {
-    versioned_meta(None, rv, initial_events_end)
+pub fn object_meta(rv: u64, initial_events_end: bool, personality: Personality) -> String {
+    let m = versioned_meta(None, rv, initial_events_end);
+    if personality.omits_zero_creation_timestamp() {
+        return m.replace(r#","creationTimestamp":null"#, "");
+    }
+    m
 }
 
 /// The metadata with the annotation the kind's conversion adds, if any.

@@ -1,6 +1,7 @@
 //! A list's `metadata` (`ListMeta`): its resourceVersion, continue token and
 //! remaining item count, and how each kind of list writes it.
 
+use super::personality::Personality;
 use super::style::ListStyle;
 use crate::request::ContinueToken;
 use crate::store::page::Page;
@@ -14,14 +15,20 @@ pub struct ListMeta {
 
 impl ListMeta {
     /// The metadata of one page read at `rv`: a continue token after its
-    /// last key when more follow.
-    pub fn of_page<M>(rv: u64, page: &Page<M>) -> Self {
+    /// last key when more follow, written as `personality`'s apiserver
+    /// writes it.
+    pub fn of_page<M>(rv: u64, page: &Page<M>, personality: Personality) -> Self {
+        let slash = if personality.slashed_continue_keys() {
+            "/"
+        } else {
+            ""
+        };
         ListMeta {
             resource_version: rv,
             continue_token: page
                 .continue_after
                 .as_ref()
-                .map(|k| ContinueToken::after(rv as i64, k).encode()),
+                .map(|k| ContinueToken::after(rv as i64, &format!("{slash}{k}")).encode()),
             remaining_item_count: page.remaining,
         }
     }

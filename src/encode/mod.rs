@@ -19,6 +19,7 @@ pub mod json;
 pub mod list_meta;
 pub mod meta;
 pub mod negotiate;
+pub mod personality;
 pub mod pretty;
 pub mod print;
 pub mod protobuf;

@@ -147,7 +147,7 @@ impl Repr {
         Ok(match self {
             Repr::Json => bookmark::object(codec, rv, initial_events_end),
             Repr::Metadata(v) => {
-                let m = bookmark::object_meta(rv, initial_events_end);
+                let m = bookmark::object_meta(rv, initial_events_end, codec.personality);
                 meta::partial_object(*v, m.as_bytes())
             }
             Repr::Table(t) => t.bookmark(codec, rv, initial_events_end),
@@ -156,7 +156,7 @@ impl Repr {
                 protobuf::object(&codec.api_version, &codec.kind, &obj)?.into()
             }
             Repr::Protobuf(Some(v)) => {
-                let m = bookmark::object_meta(rv, initial_events_end);
+                let m = bookmark::object_meta(rv, initial_events_end, codec.personality);
                 let m = protobuf::partial_message(m.as_bytes())?;
                 protobuf::envelope(v.api_version(), "PartialObjectMetadata", &m).into()
             }

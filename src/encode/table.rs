@@ -237,7 +237,7 @@ impl TableSpec {
         let object = |b: &mut Vec<u8>| match self.include {
             Include::Object => b.put_slice(&obj),
             _ => {
-                let m = super::bookmark::object_meta(rv, initial_events_end);
+                let m = super::bookmark::object_meta(rv, initial_events_end, codec.personality);
                 put_partial(b, self.version, m.as_bytes())
             }
         };

@@ -88,6 +88,8 @@ fn ready_checks(state: &ServeState) -> Vec<Check> {
     checks.push(upstream);
     // What the upstream can prove of consistent reads (informative).
     checks.push(Check::new("consistent-reads", true).saying(state.upstream_consistency()));
+    // Whose representations kubecache writes (informative).
+    checks.push(Check::new("representations", true).saying(state.representations()));
     let mut types: Vec<Check> = state
         .cache
         .all()

@@ -298,7 +298,7 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                         Some((tc.store.remaining_counts(), snap.version())),
                     )
                 });
-                let meta = ListMeta::of_page(snap.rv, &page);
+                let meta = ListMeta::of_page(snap.rv, &page, codec.personality);
                 let json = json_len(&page.items);
                 if stitchable {
                     let (head, tail) = json::list_ends(&codec, &meta);

@@ -90,6 +90,25 @@ impl ServeState {
         }
     }
 
+    /// Whose representations kubecache's own follow, and why, in a line.
+    pub fn representations(&self) -> String {
+        use crate::encode::personality::Fit;
+        let v = self.cache.freshness().version();
+        let (p, fit) = v.personality();
+        match (v.known(), fit) {
+            (None, _) => format!("{p}: the upstream's version is not read yet"),
+            (Some(k), Fit::Known) => format!("{p}: the upstream's release ({})", k.version),
+            (Some(k), Fit::Newer) => format!(
+                "{p}, the newest kubecache knows: the upstream ({}) is newer",
+                k.version
+            ),
+            (Some(k), Fit::Older) => format!(
+                "{p}, the oldest kubecache follows: the upstream ({}) is older",
+                k.version
+            ),
+        }
+    }
+
     /// What kubecache knows of its upstream and what it can prove, in a
     /// line.
     pub fn upstream_consistency(&self) -> String {

@@ -30,6 +30,8 @@ struct Page {
     upstream_version: Option<String>,
     /// The `consistentReads` setting and what the upstream can prove.
     consistent_reads: String,
+    /// Whose representations kubecache's own follow.
+    representations: String,
     types: Vec<TypeRow>,
 }
 
@@ -126,6 +128,7 @@ fn page_of(state: &ServeState) -> Page {
             .known()
             .map(|k| k.version.to_string()),
         consistent_reads: state.upstream_consistency(),
+        representations: state.representations(),
         types,
     }
 }
@@ -237,7 +240,8 @@ fn html(page: &Page) -> String {
          </style></head><body>\n<h1>kubecache {version}</h1>\n\
          <p>upstream <code>{upstream}</code>: {upstream_state}. {n} types cached. \
          The same as JSON: <code>Accept: application/json</code>.</p>\n\
-         <p id=\"consistent\">consistent reads: {consistent}</p>\n{stale}\
+         <p id=\"consistent\">consistent reads: {consistent}</p>\n\
+         <p id=\"representations\">representations: {representations}</p>\n{stale}\
          <table id=\"types\"><thead><tr><th>resource</th><th>state</th><th>objects</th>\
          <th>bytes</th><th>resourceVersion</th><th>lag</th><th>watchers</th><th>hit ratio</th>\
          <th>served</th><th>forwarded</th><th>consistent reads</th><th>last error</th></tr></thead>\n<tbody>\n{rows}</tbody></table>\n\
@@ -246,6 +250,7 @@ fn html(page: &Page) -> String {
         upstream = escape(&page.upstream),
         upstream_state = escape(&page.upstream_state),
         consistent = escape(&page.consistent_reads),
+        representations = escape(&page.representations),
         n = page.types.len(),
         stale = if page.serving_stale {
             "<p id=\"stale\"><strong>The upstream is unreachable: reads are answered from the \
@@ -292,6 +297,7 @@ mod tests {
             serving_stale: false,
             upstream_version: Some("v1.36.2".into()),
             consistent_reads: "prove; upstream v1.36.2".into(),
+            representations: "v1.36: the upstream's release (v1.36.2)".into(),
             types: vec![
                 row("v1/pods", None),
                 row("apps/v1/deployments", Some("listing: <b>500</b> & \"bad\"")),
@@ -323,6 +329,7 @@ mod tests {
             serving_stale: true,
             upstream_version: None,
             consistent_reads: "prove; upstream version not read yet".into(),
+            representations: "v1.20: the upstream's version is not read yet".into(),
             types: vec![restored],
         };
         let html = html(&page);

@@ -21,6 +21,7 @@
 //! events), so its bookmarks never reach a newer revision.
 
 use super::{Upstream, UpstreamError};
+use crate::encode::personality::{Fit, Personality};
 use http_body_util::BodyExt;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -162,6 +163,11 @@ impl UpstreamVersion {
         self.known.borrow().clone()
     }
 
+    /// Told of every version read (a change of release among them).
+    pub fn subscribe(&self) -> watch::Receiver<Option<Known>> {
+        self.known.subscribe()
+    }
+
     /// Records a version read; a change is logged.
     pub fn set(&self, version: ServerVersion) {
         let read_at = SystemTime::now();
@@ -195,6 +201,16 @@ impl UpstreamVersion {
         }
         self.set(ServerVersion::parse(&body)?);
         Ok(())
+    }
+
+    /// Whose representations kubecache's own follow: the upstream's
+    /// release (v1.20's until its version is read), and how it fits what
+    /// kubecache knows.
+    pub fn personality(&self) -> (Personality, Fit) {
+        match self.known.borrow().as_ref() {
+            Some(k) => Personality::of(k.version.major, k.version.minor),
+            None => (Personality::V1_20, Fit::Known),
+        }
     }
 
     /// What the upstream can prove now: its version's capabilities, less

@@ -309,7 +309,7 @@ async fn list(sim: &Sim, read: &Read<'_>, n: Negotiated) -> Result<Response<Body
             fields: &sel.fields,
         },
     );
-    let meta = ListMeta::of_page(snap.rv, &page);
+    let meta = ListMeta::of_page(snap.rv, &page, t.codec.personality);
     let repr = read.convert(n)?;
     Ok(respond(
         StatusCode::OK,
@@ -365,7 +365,7 @@ pub(super) fn delete_collection(
         // One deleted meanwhile by someone else is gone all the same.
         let _ = sim.delete(t, &e.key);
     }
-    let meta = ListMeta::of_page(snap.rv, &page);
+    let meta = ListMeta::of_page(snap.rv, &page, t.codec.personality);
     let body = kubecache::encode::Repr::Json
         .list(&t.codec, &meta, &page.items)
         .map_err(CacheReadError::from)?;

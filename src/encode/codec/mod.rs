@@ -10,6 +10,7 @@ pub mod metadata;
 pub use super::style::ListStyle;
 pub use memo::Memo;
 
+use super::personality::Personality;
 use super::protobuf::schema::{Message, Schema};
 use super::protobuf::transcode;
 use super::pruned::{self, Wanted};
@@ -76,6 +77,9 @@ pub struct TypeCodec {
     wanted: Arc<Wanted>,
     /// The kind's protobuf message, if v1.20 has one (built-in kinds).
     protobuf: Option<&'static Message>,
+    /// Whose representations the ones made with it follow: the upstream's
+    /// release when the type was listed.
+    pub personality: Personality,
 }
 
 /// Every codec made gets the next id.
@@ -95,6 +99,7 @@ impl Clone for TypeCodec {
             type_meta: self.type_meta.clone(),
             wanted: self.wanted.clone(),
             protobuf: self.protobuf,
+            personality: self.personality,
         }
     }
 }
@@ -126,7 +131,15 @@ impl TypeCodec {
                     .iter()
                     .flat_map(|(_, read)| read.pointers()),
             )),
+            personality: Personality::default(),
         }
+    }
+
+    /// The same codec (another, as `clone`) following `personality`.
+    pub fn with_personality(&self, personality: Personality) -> Self {
+        let mut c = self.clone();
+        c.personality = personality;
+        c
     }
 
     /// The codec's identity (see `id`).

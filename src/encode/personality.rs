@@ -1,0 +1,113 @@
+//! Which kube-apiserver's representations kubecache's own follow: the
+//! upstream's minor version (`upstream::version` reads it), from v1.20 to
+//! the newest release kubecache knows. Each difference between releases
+//! that kubecache reproduces is a question asked of the personality here,
+//! named for what changed and answered from the release that changed it;
+//! an upstream newer than kubecache knows gets the newest personality.
+
+use std::fmt;
+
+/// A kube-apiserver minor release, as kubecache writes its representations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Personality {
+    minor: u32,
+}
+
+impl Personality {
+    /// v1.20: the real apiserver the tests run beside, and what kubecache
+    /// assumes of an upstream whose version it has not read.
+    pub const V1_20: Personality = Personality { minor: 20 };
+    /// The newest release whose representations kubecache knows (answers
+    /// recorded from v1.36.2 in `../shared/reference`).
+    pub const NEWEST: Personality = Personality { minor: 36 };
+
+    /// The personality of an upstream at `major.minor`: itself within
+    /// what kubecache knows, the newest it knows for a newer one (and
+    /// whether that is so), v1.20 for an older one.
+    pub fn of(major: u32, minor: u32) -> (Personality, Fit) {
+        if major > 1 || (major == 1 && minor > Self::NEWEST.minor) {
+            return (Self::NEWEST, Fit::Newer);
+        }
+        if major < 1 || minor < Self::V1_20.minor {
+            return (Self::V1_20, Fit::Older);
+        }
+        (Personality { minor }, Fit::Known)
+    }
+
+    pub fn minor(self) -> u32 {
+        self.minor
+    }
+
+    fn since(self, minor: u32) -> bool {
+        self.minor >= minor
+    }
+
+    /// Continue tokens name their start key with a leading `/`: the key
+    /// relative to a prefix without its trailing slash, as the watch cache
+    /// builds them since it serves paged lists (`ListFromCacheSnapshot`,
+    /// on by default in 1.34); etcd's, before, start without it. Both are
+    /// read alike (`decodeContinue` adds a missing `/`).
+    pub fn slashed_continue_keys(self) -> bool {
+        self.since(34)
+    }
+
+    /// `metadata.creationTimestamp` is `omitzero` (kubernetes#130989, in
+    /// 1.34): an empty object's metadata no longer writes
+    /// `"creationTimestamp":null`.
+    pub fn omits_zero_creation_timestamp(self) -> bool {
+        self.since(34)
+    }
+}
+
+impl Default for Personality {
+    fn default() -> Self {
+        Self::V1_20
+    }
+}
+
+impl fmt::Display for Personality {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v1.{}", self.minor)
+    }
+}
+
+/// How an upstream's version fits what kubecache knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    Known,
+    /// Newer than the newest kubecache knows: its representations are
+    /// written as the newest's.
+    Newer,
+    /// Older than v1.20: written as v1.20's.
+    Older,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_release_is_itself_a_newer_one_the_newest_known() {
+        assert_eq!(Personality::of(1, 36), (Personality::NEWEST, Fit::Known));
+        assert_eq!(Personality::of(1, 28).0.minor(), 28);
+        assert_eq!(Personality::of(1, 41), (Personality::NEWEST, Fit::Newer));
+        assert_eq!(Personality::of(2, 0), (Personality::NEWEST, Fit::Newer));
+        assert_eq!(Personality::of(1, 18), (Personality::V1_20, Fit::Older));
+    }
+
+    #[test]
+    fn v1_34_changed_continue_keys_and_empty_creation_timestamps() {
+        for p in [Personality::V1_20, Personality::of(1, 33).0] {
+            assert!(
+                !p.slashed_continue_keys() && !p.omits_zero_creation_timestamp(),
+                "{p}"
+            );
+        }
+        for p in [Personality::of(1, 34).0, Personality::NEWEST] {
+            assert!(
+                p.slashed_continue_keys() && p.omits_zero_creation_timestamp(),
+                "{p}"
+            );
+        }
+    }
+}
