@@ -238,7 +238,7 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("table");
     g.throughput(Throughput::Elements(PODS as u64));
     g.sample_size(10);
-    let printer = Printer::builtin("", "v1", "pods").unwrap();
+    let printer = Printer::builtin(Default::default(), "", "v1", "pods").unwrap();
     g.bench_function("print 10k pod rows (first use)", |b| {
         b.iter(|| {
             for e in &page.items {

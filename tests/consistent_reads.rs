@@ -411,7 +411,8 @@ async fn todays_client_mix_is_answered_from_the_cache() {
 
 /// kubecache's representations follow the upstream's release: a page's
 /// continue token (v1.36 writes its key with a leading `/`, v1.20
-/// without) is the simulator's own, as v1.36 and as v1.20, and readiness
+/// without) and a Table of configmaps (v1.36's Name column links another
+/// page) are the simulator's own, as v1.36 and as v1.20, and readiness
 /// says which release kubecache follows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn continue_tokens_follow_the_upstreams_release() {
@@ -433,6 +434,19 @@ async fn continue_tokens_follow_the_upstreams_release() {
             let start = |t: &str| t.split("\"start\":").nth(1).unwrap().to_string();
             assert_eq!(start(&ours), start(&theirs), "{release}");
             assert_eq!(start(&ours).starts_with("\"/"), personality == Personality::V1_36, "{ours}");
+            const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+            // (At resourceVersion=0: v1.20 cannot prove a quiet type fresh.)
+            let table = "/api/v1/namespaces/default/configmaps?limit=500&resourceVersion=0";
+            let before = counts(&p, "v1/configmaps").0;
+            let (status, _, ours) = fetch(&format!("{}{table}", p.url), TABLE).await;
+            assert_eq!(status, 200, "{ours}");
+            assert_eq!(counts(&p, "v1/configmaps").0, before + 1, "served from the cache");
+            let (_, _, theirs) = fetch(&format!("{}{table}", s.url), TABLE).await;
+            let (ours, theirs): (serde_json::Value, serde_json::Value) =
+                (serde_json::from_str(&ours).unwrap(), serde_json::from_str(&theirs).unwrap());
+            assert_eq!(ours["columnDefinitions"], theirs["columnDefinitions"], "{release}");
+            let name = ours["columnDefinitions"][0]["description"].as_str().unwrap();
+            assert_eq!(name.ends_with("working-with-objects/names#names"), personality == Personality::V1_36, "{name}");
             let ready = get(&format!("{}/readyz?verbose", p.url)).await.text();
             assert!(ready.contains(&format!("[+]representations ok ({release}: the upstream's release")), "{ready}");
         }

@@ -364,14 +364,19 @@ proptest! {
 
     #[test]
     fn every_printer_prints_any_object_without_panicking(obj in object_like()) {
+        use kubecache::encode::personality::Personality;
         use kubecache::encode::print::Printer;
-        let file: serde_json::Value =
-            serde_json::from_str(include_str!("../src/encode/print/columns.json")).unwrap();
-        for gvr in file["printed"].as_object().unwrap().keys() {
-            let p: Vec<&str> = gvr.split('/').collect();
-            if let Some(printer) = Printer::builtin(p[0], p[1], p[2]) {
-                let row = printer.row_of(&obj).to_json(0);
-                prop_assert!(row.starts_with("\"cells\":["), "{}", row);
+        for (personality, columns) in [
+            (Personality::V1_20, include_str!("../src/encode/print/columns.json")),
+            (Personality::NEWEST, include_str!("../src/encode/print/columns_v1_36.json")),
+        ] {
+            let file: serde_json::Value = serde_json::from_str(columns).unwrap();
+            for gvr in file["printed"].as_object().unwrap().keys() {
+                let p: Vec<&str> = gvr.split('/').collect();
+                if let Some(printer) = Printer::builtin(personality, p[0], p[1], p[2]) {
+                    let row = printer.row_of(&obj).to_json(0);
+                    prop_assert!(row.starts_with("\"cells\":["), "{}", row);
+                }
             }
         }
     }

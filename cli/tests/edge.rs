@@ -19,6 +19,9 @@ use std::time::Duration;
 
 const EAGER: &str = "eager: [v1/pods, v1/configmaps]\n";
 
+/// The Accept current kubectl asks `/api` and `/apis` with.
+const KUBECTL_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
 fn edge_kubecache(upstream: &str, dir: &Path) -> Running {
     let mut cmd = running::kubecache();
     let config = dir.with_extension("yaml");
@@ -165,6 +168,17 @@ async fn restart_offline_then_reconnect(site: Site<'_>) {
     let name = one["metadata"]["name"].as_str().unwrap().to_string();
     let pod_path = format!("{pods_path}/{name}");
     let (_, _, discovery_v1) = read(&format!("{upstream}/api/v1")).await;
+    // What current kubectl asks first: the upstream's aggregated discovery
+    // (as 1.30+ serve it) or its plain documents (as v1.20 answers).
+    let mut first_questions = Vec::new();
+    for doc in ["/api", "/apis"] {
+        let online = fetch_with(
+            &format!("{upstream}{doc}"),
+            &[("accept", KUBECTL_DISCOVERY)],
+        )
+        .await;
+        first_questions.push((doc, online));
+    }
     let online_cache = dir.with_extension("kubectl-online");
     let (ok, online, err) = kubectl_get_pods(&url, &online_cache, kubectl_scope);
     assert!(ok, "{err}");
@@ -206,6 +220,22 @@ async fn restart_offline_then_reconnect(site: Site<'_>) {
         if doc == "/api/v1" {
             assert_eq!(body, discovery_v1);
         }
+    }
+    for (doc, (status, content_type, body)) in &first_questions {
+        let resp = request_with(&format!("{url}{doc}"), &[("accept", KUBECTL_DISCOVERY)]).await;
+        assert_eq!(resp.status().as_u16(), *status, "{doc}");
+        assert!(resp.headers().contains_key("warning"), "{doc}");
+        assert_eq!(
+            resp.headers()["content-type"],
+            content_type.as_str(),
+            "{doc}"
+        );
+        let offline = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            String::from_utf8_lossy(&offline),
+            String::from_utf8_lossy(body),
+            "{doc}"
+        );
     }
     // The status page says so too.
     let (_, _, page) = read(&format!("{url}/debug/cache")).await;
@@ -312,7 +342,8 @@ async fn restart_offline_then_reconnect(site: Site<'_>) {
 async fn restarted_offline_from_its_snapshot_it_serves_the_last_state_and_converges_when_the_upstream_returns(
 ) {
     within(240, async {
-        let sim = running::sim(60);
+        // As v1.36: its aggregated discovery is what kubectl finds offline.
+        let sim = running::sim_as(60, "v1.36");
         let sim_url = format!("http://{}", sim.addr);
         restart_offline_then_reconnect(Site {
             upstream: &sim_url,

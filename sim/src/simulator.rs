@@ -128,6 +128,12 @@ impl Personality {
         }
     }
 
+    /// Aggregated discovery (`apidiscovery.k8s.io/v2`, GA in 1.30), and
+    /// resource lists naming each resource's singular.
+    pub fn aggregated_discovery(self) -> bool {
+        self != Personality::V1_20
+    }
+
     /// Streaming lists and the WatchList feature's validation.
     pub fn watch_list(self) -> bool {
         self != Personality::V1_20
@@ -324,25 +330,39 @@ const VERBS: [&str; 8] = [
     "watch",
 ];
 
-/// `WIDGETS`, as its CRD's discovery shows it.
+/// `WIDGETS`, as its CRD's discovery shows it (the one recorded from
+/// v1.36.2 in `../shared/reference/apiserver-v1.36`: a CRD's verbs in the
+/// apiextensions-apiserver's order, its short name).
 fn custom_type() -> (ResourceType, DiscoveryExtras) {
     let (group, resource, kind) = WIDGETS;
+    const CRD_VERBS: [&str; 8] = [
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch",
+    ];
     (
         ResourceType {
             gvr: GroupVersionResource::new(group, "v1", resource),
             kind: kind.into(),
             namespaced: true,
-            verbs: VERBS.iter().map(|s| s.to_string()).collect(),
+            verbs: CRD_VERBS.iter().map(|s| s.to_string()).collect(),
         },
         DiscoveryExtras {
-            short_names: &[],
+            short_names: &["gd"],
             categories: &[],
             storage_version_hash: "Hb9xNw0bCZs=",
         },
     )
 }
 
-fn builtin_types() -> Vec<(ResourceType, DiscoveryExtras)> {
+/// The built-in types as `release` lists them: v1.20's services lack
+/// `deletecollection`, v1.36's have it (recorded); namespaces lack it in both.
+fn builtin_types(release: Personality) -> Vec<(ResourceType, DiscoveryExtras)> {
     let rt = |g: &str,
               r: &str,
               k: &str,
@@ -350,7 +370,11 @@ fn builtin_types() -> Vec<(ResourceType, DiscoveryExtras)> {
               short: &'static [&'static str],
               cat: &'static [&'static str],
               hash: &'static str| {
-        let collection = !matches!(r, "namespaces" | "services");
+        let collection = match r {
+            "namespaces" => false,
+            "services" => release != Personality::V1_20,
+            _ => true,
+        };
         (
             ResourceType {
                 gvr: GroupVersionResource::new(g, "v1", r),
@@ -415,7 +439,7 @@ fn builtin_types() -> Vec<(ResourceType, DiscoveryExtras)> {
 
 impl Sim {
     pub fn new(opts: &SimOptions) -> Arc<Self> {
-        let mut types = builtin_types();
+        let mut types = builtin_types(opts.personality);
         if opts.custom_resource {
             types.push(custom_type());
         }
@@ -434,7 +458,12 @@ impl Sim {
                     TypeCodec::for_type(&rt, style)
                         .with_personality(opts.personality.representations()),
                 );
-                let printer = Printer::builtin(&rt.gvr.group, &rt.gvr.version, &rt.gvr.resource);
+                let printer = Printer::builtin(
+                    opts.personality.representations(),
+                    &rt.gvr.group,
+                    &rt.gvr.version,
+                    &rt.gvr.resource,
+                );
                 (
                     rt.gvr.clone(),
                     Arc::new(SimType {

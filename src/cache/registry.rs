@@ -554,8 +554,12 @@ impl Cache {
         let crd = snap
             .items
             .get(format!("{}.{}", gvr.resource, gvr.group).as_str())?;
+        let personality = tc.codec().personality;
         let mut cached = tc.custom_printer();
-        if let Some(p) = cached.as_ref().filter(|p| p.id() == crd.rv) {
+        if let Some(p) = cached
+            .as_ref()
+            .filter(|p| p.id() == crd.rv && Some(p.printers()) == personality.printers())
+        {
             return Some(p.clone());
         }
         let doc: serde_json::Value = serde_json::from_slice(&crd.item).ok()?;
@@ -568,7 +572,7 @@ impl Cache {
             .get("additionalPrinterColumns")
             .and_then(|c| c.as_array())
             .map_or(&[][..], Vec::as_slice);
-        let p = Arc::new(Printer::custom(crd.rv, columns));
+        let p = Arc::new(Printer::custom(personality, crd.rv, columns)?);
         *cached = Some(p.clone());
         Some(p)
     }

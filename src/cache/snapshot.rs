@@ -229,7 +229,10 @@ impl Snapshots {
     pub fn write_discovery(&self, documents: &Documents) -> Result<u64, SnapshotError> {
         let header = self.header(None);
         self.write_atomically(&self.dir.join(DISCOVERY_FILE), &header, |w| {
-            // Each document as it came: they are JSON.
+            // Each document as it came, as a JSON string: its bytes exactly
+            // (the apiserver ends most with a newline, `/version` without;
+            // served offline they are the upstream's to the byte). Older
+            // snapshots held each as its JSON value: read alike.
             w.write_all(b"{")?;
             for (i, (path, doc)) in documents.iter().enumerate() {
                 if i > 0 {
@@ -237,7 +240,10 @@ impl Snapshots {
                 }
                 serde_json::to_writer(&mut *w, path)?;
                 w.write_all(b":")?;
-                w.write_all(doc.trim_ascii())?;
+                match std::str::from_utf8(doc) {
+                    Ok(text) => serde_json::to_writer(&mut *w, text)?,
+                    Err(_) => w.write_all(doc.trim_ascii())?,
+                }
             }
             w.write_all(b"}")
         })
@@ -383,8 +389,18 @@ impl Snapshots {
             .map_err(|e| SnapshotError::Corrupt(path.clone(), format!("the documents: {e}")))?;
         let documents = docs
             .into_iter()
-            .map(|(p, d)| (p, Bytes::from(String::from(Box::<str>::from(d)))))
-            .collect();
+            .map(|(p, d)| {
+                let raw = d.get();
+                let doc = if raw.starts_with('"') {
+                    serde_json::from_str::<String>(raw).map_err(|e| {
+                        SnapshotError::Corrupt(path.clone(), format!("the document {p}: {e}"))
+                    })?
+                } else {
+                    raw.to_string()
+                };
+                Ok((p, Bytes::from(doc)))
+            })
+            .collect::<Result<_, SnapshotError>>()?;
         Ok(Some(RestoredDiscovery {
             documents,
             written: UNIX_EPOCH + Duration::from_millis(header.written),
@@ -609,11 +625,27 @@ mod tests {
         );
         docs.insert(
             "/version".into(),
-            Bytes::from_static(br#"{"major":"1","minor":"20"}"#),
+            Bytes::from_static(b"{\n  \"major\": \"1\",\n  \"minor\": \"20\"\n}"),
+        );
+        docs.insert(
+            "/apis#aggregated".into(),
+            Bytes::from_static(b"{\"kind\":\"APIGroupDiscoveryList\",\"items\":[]}\n"),
         );
         snaps.write_discovery(&docs).unwrap();
         let back = snaps.read_discovery().unwrap().unwrap();
         assert_eq!(back.documents, docs);
+        // A snapshot written before, each document as its JSON value.
+        let header = snaps.header(None);
+        snaps
+            .write_atomically(&dir.join(DISCOVERY_FILE), &header, |w| {
+                w.write_all(br#"{"/api":{"kind":"APIVersions"}}"#)
+            })
+            .unwrap();
+        let old = snaps.read_discovery().unwrap().unwrap();
+        assert_eq!(
+            old.documents["/api"],
+            Bytes::from_static(br#"{"kind":"APIVersions"}"#)
+        );
         // The discovery file is not a type's.
         assert!(snaps.type_paths().unwrap().is_empty());
         let _ = std::fs::remove_dir_all(&dir);

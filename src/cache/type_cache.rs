@@ -29,8 +29,6 @@ pub struct TypeCache {
     condition_since: std::sync::Mutex<std::time::Instant>,
     /// Configured to be cached from the start: readiness waits for it.
     eager: std::sync::atomic::AtomicBool,
-    /// A built-in type's Table printer (or that it has none), found once.
-    builtin_printer: std::sync::OnceLock<Option<Arc<Printer>>>,
     /// A custom resource's Table printer, kept while its CRD is unchanged.
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
     /// Finished list bodies of the newest snapshot.
@@ -140,7 +138,6 @@ impl TypeCache {
             condition: std::sync::Mutex::new(Condition::Starting),
             condition_since: std::sync::Mutex::new(std::time::Instant::now()),
             eager: Default::default(),
-            builtin_printer: Default::default(),
             custom_printer: Default::default(),
             bodies: BodyCache::new(budget.clone()),
             pieces: Arc::new(Pieces::new(budget)),
@@ -275,12 +272,16 @@ impl TypeCache {
         self.eager.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// A built-in type's Table printer (or that it has none), found once.
+    /// A built-in type's Table printer as its codec's personality prints
+    /// (or that it has none).
     pub(super) fn builtin_printer(&self) -> Option<Arc<Printer>> {
         let gvr = &self.rt.gvr;
-        self.builtin_printer
-            .get_or_init(|| Printer::builtin(&gvr.group, &gvr.version, &gvr.resource))
-            .clone()
+        Printer::builtin(
+            self.codec().personality,
+            &gvr.group,
+            &gvr.version,
+            &gvr.resource,
+        )
     }
 
     /// The slot of a custom resource's Table printer.

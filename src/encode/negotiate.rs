@@ -137,7 +137,12 @@ mod tests {
     }
 
     fn printer() -> Option<Arc<Printer>> {
-        Printer::builtin("", "v1", "configmaps")
+        Printer::builtin(
+            crate::encode::personality::Personality::V1_20,
+            "",
+            "v1",
+            "configmaps",
+        )
     }
 
     fn kind(r: Result<Negotiated, Refusal>) -> Result<&'static str, Refusal> {

@@ -51,6 +51,31 @@ impl Personality {
         self.since(34)
     }
 
+    /// Whose printers a Table is printed with: v1.20's, or v1.36's (its
+    /// printers.go and column definitions, recorded in
+    /// `../shared/reference`) for v1.36 and newer. Releases between them
+    /// changed printers one by one (pods' restarts in 1.22, nodes' kernel
+    /// architecture in 1.35, column descriptions from the API's docs in
+    /// many), and only v1.20's and v1.36's are checked: their Tables are
+    /// the upstream's to print (`None`), as older releases' are.
+    pub fn printers(self) -> Option<Printers> {
+        match self.minor {
+            20 => Some(Printers::V1_20),
+            m if m >= 36 => Some(Printers::V1_36),
+            _ => None,
+        }
+    }
+
+    /// Go's encoding/json quotes the byte a syntax error stopped at as a
+    /// byte, `'\x81'`, where v1.20's quoted it as a rune, `'\u0081'`
+    /// (kube-apiserver v1.36.2, built with go1.27.3, recorded writing it
+    /// in a bad continue token's 400; v1.20 was built with go1.15). Which
+    /// Go release changed it is not checked here: releases before v1.36
+    /// are taken to word it as v1.20 did.
+    pub fn quotes_json_error_bytes(self) -> bool {
+        self.since(36)
+    }
+
     /// `metadata.creationTimestamp` is `omitzero` (kubernetes#130989, in
     /// 1.34): an empty object's metadata no longer writes
     /// `"creationTimestamp":null`.
@@ -69,6 +94,13 @@ impl fmt::Display for Personality {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "v1.{}", self.minor)
     }
+}
+
+/// The printers a Table is printed with (`Personality::printers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Printers {
+    V1_20,
+    V1_36,
 }
 
 /// How an upstream's version fits what kubecache knows.
@@ -109,5 +141,16 @@ mod tests {
                 "{p}"
             );
         }
+    }
+
+    #[test]
+    fn tables_are_printed_as_v1_20_or_v1_36_and_left_to_releases_between() {
+        assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        for minor in [21, 22, 33, 34, 35] {
+            assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
+        }
+        assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));
+        assert_eq!(Personality::of(1, 40).0.printers(), Some(Printers::V1_36));
     }
 }

@@ -277,7 +277,10 @@ mod tests {
             TableSpec::new(
                 MetaVersion::V1,
                 Include::None,
-                Arc::new(Printer::custom(id, &cols)),
+                Arc::new(
+                    Printer::custom(crate::encode::personality::Personality::V1_20, id, &cols)
+                        .unwrap(),
+                ),
             )
         };
         let (old, new) = (spec(1, ".metadata.name"), spec(2, ".kind"));

@@ -133,6 +133,16 @@ pub fn float(f: f64) -> String {
 /// literal) fall back to "looking for beginning of value"; input that is
 /// JSON of the wrong shape keeps serde's words.
 pub fn syntax_error(input: &[u8], e: &serde_json::Error) -> String {
+    syntax_error_quoting(input, e, super::strconv::quote_char)
+}
+
+/// `syntax_error` with the offending byte quoted by `quote` (Go's
+/// `quoteChar` changed between releases: `strconv::quote_byte`).
+pub fn syntax_error_quoting(
+    input: &[u8],
+    e: &serde_json::Error,
+    quote: fn(u8) -> String,
+) -> String {
     if e.is_eof() || input.iter().all(u8::is_ascii_whitespace) {
         return "unexpected end of JSON input".to_string();
     }
@@ -160,10 +170,7 @@ pub fn syntax_error(input: &[u8], e: &serde_json::Error) -> String {
     } else {
         "looking for beginning of value"
     };
-    format!(
-        "invalid character {} {looking}",
-        super::strconv::quote_char(input[at])
-    )
+    format!("invalid character {} {looking}", quote(input[at]))
 }
 
 /// How Go's encoding/json names a JSON value's type in its errors.

@@ -52,6 +52,17 @@ pub fn quote_char(c: u8) -> String {
     }
 }
 
+/// `quoteChar` as Go's encoding/json writes it in kube-apiserver v1.36
+/// (recorded: `'\x81'` where v1.20 wrote `'\u0081'`): the byte quoted as
+/// a one-byte string, `strconv.Quote(string([]byte{c}))`, so that every
+/// byte past ASCII is a `\x` escape of itself rather than a rune.
+pub fn quote_byte(c: u8) -> String {
+    if c.is_ascii() {
+        return quote_char(c);
+    }
+    format!("'\\x{c:02x}'")
+}
+
 /// Go's `strconv.ParseBool`.
 pub fn parse_bool(s: &str) -> Option<bool> {
     match s {
@@ -75,4 +86,20 @@ pub fn atoi(s: &str) -> Option<i64> {
         return None;
     }
     s.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_past_ascii_are_runes_to_v1_20_and_hex_escapes_to_v1_36() {
+        assert_eq!(quote_char(0x81), "'\\u0081'");
+        assert_eq!(quote_byte(0x81), "'\\x81'");
+        assert_eq!(quote_char(0xe9), "'é'");
+        assert_eq!(quote_byte(0xe9), "'\\xe9'");
+        for c in [b'a', b' ', b'\'', b'"', b'\n', 0x01, 0x7f] {
+            assert_eq!(quote_byte(c), quote_char(c), "{c:#x}");
+        }
+    }
 }

@@ -305,6 +305,33 @@ impl Accept {
         })
     }
 
+    /// Whether aggregated discovery (`application/json;as=APIGroupDiscoveryList;
+    /// g=apidiscovery.k8s.io;v=v2`, what current kubectl asks `/api` and
+    /// `/apis` first) comes before the plain JSON document: the clauses in
+    /// order, the first JSON one deciding; other versions and protobuf's
+    /// aggregated discovery are passed over (kubecache keeps only v2 in JSON).
+    pub fn prefers_aggregated_discovery(&self) -> bool {
+        for clause in &self.clauses {
+            let json = clause.kind == "application" && clause.sub == "json";
+            let any = clause.kind == "*" && clause.sub == "*";
+            if !json && !any {
+                continue;
+            }
+            match clause.param("as") {
+                None => return false,
+                Some("APIGroupDiscoveryList")
+                    if json
+                        && clause.param("g") == Some("apidiscovery.k8s.io")
+                        && clause.param("v") == Some("v2") =>
+                {
+                    return true
+                }
+                Some(_) => {}
+            }
+        }
+        false
+    }
+
     /// NegotiateMediaTypeOptions for an endpoint: `None` when nothing is
     /// acceptable (the apiserver's 406).
     pub fn negotiate(&self, endpoint: Endpoint) -> Option<Negotiated> {
@@ -587,5 +614,23 @@ mod tests {
                 .media,
             Media::Json
         );
+    }
+
+    #[test]
+    fn current_kubectl_prefers_aggregated_discovery_and_v1_20s_clients_do_not() {
+        let kubectl = Accept::new(Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"));
+        assert!(kubectl.prefers_aggregated_discovery());
+        for plain in [
+            None,
+            Some("application/json"),
+            Some("*/*"),
+            Some("application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"),
+            Some("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"),
+        ] {
+            assert!(!Accept::new(plain).prefers_aggregated_discovery(), "{plain:?}");
+        }
+        // Protobuf's aggregated discovery is passed over for the JSON one.
+        let pb = Accept::new(Some("application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"));
+        assert!(pb.prefers_aggregated_discovery());
     }
 }

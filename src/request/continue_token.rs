@@ -35,7 +35,23 @@ pub struct ContinueToken {
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
 #[error("continue key is not valid: {0}")]
-pub struct InvalidToken(String);
+pub struct InvalidToken(String, Option<String>);
+
+impl InvalidToken {
+    fn new(reason: String) -> Self {
+        InvalidToken(reason, None)
+    }
+
+    /// The error as a release whose encoding/json quotes an offending
+    /// byte as a byte (`'\x81'`, `go::strconv::quote_byte`) words it, when
+    /// `bytes_quoted`; else as v1.20 words it (the `Display`).
+    pub fn worded(&self, bytes_quoted: bool) -> String {
+        match (&self.1, bytes_quoted) {
+            (Some(other), true) => format!("continue key is not valid: {other}"),
+            _ => self.to_string(),
+        }
+    }
+}
 
 impl ContinueToken {
     /// `last_key` is relative to the prefix; the token starts just after it.
@@ -59,22 +75,27 @@ impl ContinueToken {
     pub fn decode(token: &str) -> Result<Self, InvalidToken> {
         let data = GO_RAW_URL
             .decode(token)
-            .map_err(|e| InvalidToken(crate::go::base64::error(token, e)))?;
-        let wire: Wire = serde_json::from_slice(&data)
-            .map_err(|e| InvalidToken(crate::go::json::syntax_error(&data, &e)))?;
+            .map_err(|e| InvalidToken::new(crate::go::base64::error(token, e)))?;
+        let wire: Wire = serde_json::from_slice(&data).map_err(|e| {
+            use crate::go::{json, strconv};
+            InvalidToken(
+                json::syntax_error(&data, &e),
+                Some(json::syntax_error_quoting(&data, &e, strconv::quote_byte)),
+            )
+        })?;
         if wire.v != "meta.k8s.io/v1" {
-            return Err(InvalidToken(format!(
+            return Err(InvalidToken::new(format!(
                 "server does not recognize this encoded version \"{}\"",
                 wire.v
             )));
         }
         if wire.rv == 0 {
-            return Err(InvalidToken(
+            return Err(InvalidToken::new(
                 "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into(),
             ));
         }
         if wire.start.is_empty() {
-            return Err(InvalidToken(
+            return Err(InvalidToken::new(
                 "encoded start key empty (version meta.k8s.io/v1)".into(),
             ));
         }
@@ -86,7 +107,7 @@ impl ContinueToken {
             format!("/{}", wire.start)
         };
         if crate::go::path::clean(&key) != key {
-            return Err(InvalidToken(wire.start));
+            return Err(InvalidToken::new(wire.start));
         }
         Ok(ContinueToken {
             rv: wire.rv,
@@ -169,10 +190,17 @@ mod tests {
 
     #[test]
     fn garbage_decodes_like_gos_lenient_base64_and_fails_as_json() {
+        let garbage = ContinueToken::decode("garbage").unwrap_err();
         assert_eq!(
-            ContinueToken::decode("garbage").unwrap_err().0,
+            garbage.0,
             "invalid character '\\u0081' looking for beginning of value"
         );
+        // v1.36.2, recorded: the byte as a byte.
+        assert_eq!(
+            garbage.worded(true),
+            "continue key is not valid: invalid character '\\x81' looking for beginning of value"
+        );
+        assert_eq!(garbage.worded(false), garbage.to_string());
         assert_eq!(
             ContinueToken::decode("").unwrap_err().0,
             "unexpected end of JSON input"

@@ -270,6 +270,18 @@ pub fn is_refusal(e: &ServeError) -> bool {
     )
 }
 
+/// The `Status` of an error as `personality`'s apiserver words it: its
+/// Go's encoding/json errors (a continue token that is not JSON) change
+/// with the release; the rest as `From` makes them.
+pub fn status_as(e: &ServeError, personality: crate::encode::personality::Personality) -> Status {
+    match e {
+        ServeError::Options(OptionsError::Continue(t)) if personality.quotes_json_error_bytes() => {
+            Status::bad_request(format!("invalid continue token: {}", t.worded(true)))
+        }
+        _ => Status::from(e),
+    }
+}
+
 impl From<&ServeError> for Status {
     fn from(e: &ServeError) -> Status {
         match e {

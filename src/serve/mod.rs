@@ -38,7 +38,6 @@ use crate::body::Body;
 use crate::metrics::{self, ServedBy};
 use crate::request::accept::Endpoint;
 use crate::request::Request;
-use crate::status::Status;
 use errors::ServeError;
 use http::Response;
 use hyper::body::Incoming;
@@ -113,7 +112,7 @@ pub async fn handle(state: Arc<ServeState>, mut req: http::Request<Incoming>) ->
             Some(Err(e)) => (websocket::refusal(&e), ServedBy::Cache),
             None => (resp, ServedBy::Cache),
         },
-        Route::Refused(e) => (error(&request, &e), ServedBy::Cache),
+        Route::Refused(e) => (error(&state, &request, &e), ServedBy::Cache),
         Route::Forward(reason) => {
             metrics::forwarded(reason.as_str());
             // A consistent read no proof could answer, or a page at a
@@ -136,7 +135,7 @@ pub async fn handle(state: Arc<ServeState>, mut req: http::Request<Incoming>) ->
             };
             let resp = resp.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "upstream unreachable");
-                error(&request, &e)
+                error(&state, &request, &e)
             });
             (resp, ServedBy::Upstream)
         }
@@ -241,8 +240,9 @@ fn content_length(req: &http::Request<Incoming>) -> Option<u64> {
         .ok()
 }
 
-/// An error made here, written as the apiserver writes it for this request.
-fn error(request: &Request, e: &ServeError) -> Response<Body> {
+/// An error made here, written as the apiserver (at the upstream's
+/// release) writes it for this request.
+fn error(state: &ServeState, request: &Request, e: &ServeError) -> Response<Body> {
     if let Some(text) = errors::internal_error_text(&request.request_uri, e) {
         // The apiserver's own `InternalError`: plain text, not a Status.
         return respond::plain_text(http::StatusCode::INTERNAL_SERVER_ERROR, text);
@@ -253,7 +253,8 @@ fn error(request: &Request, e: &ServeError) -> Response<Body> {
             .insert(http::header::RETRY_AFTER, http::HeaderValue::from(1));
         return r;
     }
-    let status = Status::from(e);
+    let personality = state.cache.freshness().version().personality().0;
+    let status = errors::status_as(e, personality);
     let mut resp = match e {
         // The upstream's failures were always written as compact JSON.
         ServeError::Forward(_) => respond::status_response(&status),

@@ -205,7 +205,9 @@ fn staleness(tc: &TypeCache, offline: bool) -> Option<Stale> {
 /// A discovery document (`/api`, `/apis`, a group version, `/version`)
 /// from the last discovery, while the upstream is unreachable: so that a
 /// client that has none cached (a fresh kubectl) can still find the types
-/// to read. Authorized as the path it is; JSON only.
+/// to read. Authorized as the path it is; JSON only (the aggregated
+/// discovery of `/api` and `/apis` when asked first and the upstream
+/// served it).
 async fn discovery_offline(
     state: &ServeState,
     request: &Request,
@@ -214,8 +216,22 @@ async fn discovery_offline(
         return None;
     }
     let discovery = state.cache.discovery();
-    let doc = discovery.document(&request.path)?.clone();
-    request.accept.negotiate(Endpoint::JSON_ONLY_ERRORS)?;
+    // Current kubectl asks aggregated discovery first: the upstream's, as
+    // last read, when it served one (else the plain document, as v1.20's
+    // answer to the same request is).
+    let aggregated = if request.accept.prefers_aggregated_discovery() {
+        discovery.aggregated(&request.path).cloned()
+    } else {
+        None
+    };
+    let (doc, content_type) = match aggregated {
+        Some(doc) => (doc, crate::upstream::discovery::AGGREGATED),
+        None => {
+            let doc = discovery.document(&request.path)?.clone();
+            request.accept.negotiate(Endpoint::JSON_ONLY_ERRORS)?;
+            (doc, "application/json")
+        }
+    };
     if let Err(e) = super::auth::authorize_path(state.access.as_deref(), request).await {
         return Some((Route::Refused(e.into()), None));
     }
@@ -230,7 +246,7 @@ async fn discovery_offline(
         gzipped: false,
     };
     Some((
-        Route::Answered(Answer::Body(body, "application/json")),
+        Route::Answered(Answer::Body(body, content_type)),
         Some(Stale(format!(
             "the upstream is unreachable; discovery as read from it at {as_of}"
         ))),

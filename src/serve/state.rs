@@ -95,7 +95,7 @@ impl ServeState {
         use crate::encode::personality::Fit;
         let v = self.cache.freshness().version();
         let (p, fit) = v.personality();
-        match (v.known(), fit) {
+        let line = match (v.known(), fit) {
             (None, _) => format!("{p}: the upstream's version is not read yet"),
             (Some(k), Fit::Known) => format!("{p}: the upstream's release ({})", k.version),
             (Some(k), Fit::Newer) => format!(
@@ -106,6 +106,11 @@ impl ServeState {
                 "{p}, the oldest kubecache follows: the upstream ({}) is older",
                 k.version
             ),
+        };
+        if p.printers().is_some() {
+            line
+        } else {
+            format!("{line}; Tables forwarded (kubecache prints v1.20's and v1.36's)")
         }
     }
 

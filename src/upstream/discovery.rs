@@ -82,6 +82,13 @@ impl Discovery {
         self.documents.get(path)
     }
 
+    /// The aggregated discovery (`apidiscovery.k8s.io/v2`) of `/api` or
+    /// `/apis`, if the upstream serves it (1.30+; v1.20 answers the plain
+    /// document instead, and none is kept).
+    pub fn aggregated(&self, path: &str) -> Option<&Bytes> {
+        self.documents.get(&aggregated_key(path))
+    }
+
     /// A type known otherwise (restored from a snapshot) that these
     /// documents do not name.
     pub fn with_type(mut self, rt: ResourceType) -> Self {
@@ -102,6 +109,19 @@ impl Discovery {
                     documents.insert(path, body);
                 }
                 Err(e) => tracing::warn!(%path, error = %e, "discovery: skipping group version"),
+            }
+        }
+        // Current kubectl's first question, kept for while the upstream is
+        // away (read by `aggregated`; ignored by `from_documents`).
+        for path in ["/api", "/apis"] {
+            match up.get_bytes_accepting(path, AGGREGATED_ACCEPT, false).await {
+                Ok(body) if is_aggregated(&body) => {
+                    documents.insert(aggregated_key(path), body);
+                }
+                Ok(_) => {
+                    tracing::debug!(%path, "discovery: the upstream serves no aggregated discovery")
+                }
+                Err(e) => tracing::debug!(%path, error = %e, "discovery: no aggregated discovery"),
             }
         }
         // Only for clients (`kubectl version`) while the upstream is away.
@@ -160,6 +180,34 @@ impl Discovery {
 }
 
 /// The paths of every group version `/api` and `/apis` name.
+/// The media type of aggregated discovery (`apidiscovery.k8s.io/v2`).
+pub const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// What discovery asks for it with: the plain document if the upstream
+/// has none (v1.20 answers that).
+const AGGREGATED_ACCEPT: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+
+/// Where the documents keep `path`'s aggregated discovery: not a path a
+/// client can ask for (`#` never reaches a server).
+fn aggregated_key(path: &str) -> String {
+    format!("{path}#{AGGREGATED}")
+}
+
+/// Whether a discovery answer is an `APIGroupDiscoveryList` of v2.
+fn is_aggregated(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow, default)]
+        kind: &'a str,
+        #[serde(borrow, default, rename = "apiVersion")]
+        api_version: &'a str,
+    }
+    serde_json::from_slice::<Head>(body).is_ok_and(|h| {
+        h.kind == "APIGroupDiscoveryList" && h.api_version == "apidiscovery.k8s.io/v2"
+    })
+}
+
 fn group_versions(documents: &Documents) -> Result<Vec<String>, UpstreamError> {
     let doc = |path: &str| {
         documents.get(path).ok_or_else(|| UpstreamError::Status {
@@ -189,4 +237,27 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8], path: &str) -> Result<T, U
         body: format!("unparseable discovery document: {e}"),
         retry_after: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_v2_group_discovery_list_is_kept_as_aggregated_discovery() {
+        assert!(is_aggregated(
+            br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[]}"#
+        ));
+        // v1.20 answers the plain document to the same request.
+        assert!(!is_aggregated(
+            br#"{"kind":"APIVersions","versions":["v1"]}"#
+        ));
+        assert!(!is_aggregated(
+            br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2beta1"}"#
+        ));
+        assert!(!is_aggregated(b"not json"));
+        // Kept where no client's path can reach, and not read as a group version.
+        assert_ne!(aggregated_key("/apis"), "/apis");
+        assert!(aggregated_key("/apis").starts_with("/apis#"));
+    }
 }

@@ -91,9 +91,23 @@ pub fn serve_nowhere(setup: impl FnOnce(&mut Command)) -> Running {
 
 /// `kubecache sim` with `pods` pods.
 pub fn sim(pods: usize) -> Running {
+    sim_as(pods, "v1.20")
+}
+
+/// `kubecache sim` with `pods` pods, as kube-apiserver `version` (`v1.20`
+/// or `v1.36`).
+pub fn sim_as(pods: usize, version: &str) -> Running {
     let pods = pods.to_string();
     start(
-        &["sim", "--listen", "127.0.0.1:0", "--pods", &pods],
+        &[
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--pods",
+            &pods,
+            "--version",
+            version,
+        ],
         "simulated apiserver serving",
     )
 }

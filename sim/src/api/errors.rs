@@ -12,7 +12,9 @@ use crate::patch::PatchError;
 use crate::WriteError;
 use http::Response;
 use kubecache::body::Body;
+use kubecache::encode::personality::Personality;
 use kubecache::request::accept::Endpoint;
+use kubecache::request::options::OptionsError;
 use kubecache::request::ContinueToken;
 use kubecache::serve::respond::{negotiated_error, status_response};
 use kubecache::status::{Cause, Details, Status};
@@ -20,14 +22,26 @@ use kubecache::status::{Cause, Details, Status};
 /// The serializers of the simulator's errors: JSON alone, as for the rest.
 const ERRORS: Endpoint = Endpoint::JSON_ONLY_ERRORS;
 
-/// The answer to a request that failed: its Status, negotiated for a
-/// read, as compact JSON for the rest whatever `Accept` says.
-pub(super) fn respond(e: &RouteError) -> Response<Body> {
+/// The answer to a request that failed: its Status (worded as the
+/// simulated release words it), negotiated for a read, as compact JSON
+/// for the rest whatever `Accept` says.
+pub(super) fn respond(e: &RouteError, release: Personality) -> Response<Body> {
     match e {
         RouteError::Read { error, accept } => {
-            negotiated_error(&Status::from(error), accept, ERRORS, None)
+            negotiated_error(&read_status(error, release), accept, ERRORS, None)
         }
         e => status_response(&Status::from(e)),
+    }
+}
+
+/// A read's Status: a continue token that is not JSON is worded by the
+/// release's Go (`Personality::quotes_json_error_bytes`).
+fn read_status(e: &ReadError, release: Personality) -> Status {
+    match e {
+        ReadError::Options(OptionsError::Continue(t)) if release.quotes_json_error_bytes() => {
+            Status::bad_request(format!("invalid continue token: {}", t.worded(true)))
+        }
+        e => Status::from(e),
     }
 }
 
@@ -202,7 +216,6 @@ mod tests {
     use kubecache::encode::codec::DecodeError as CodecDecodeError;
     use kubecache::encode::protobuf::DecodeError;
     use kubecache::request::accept::Accept;
-    use kubecache::request::options::OptionsError;
     use kubecache::resource::GroupVersionResource;
     use kubecache::selector::SelectorError;
     use kubecache::serve::read::ReadError as CacheReadError;
@@ -521,11 +534,11 @@ mod tests {
             error: ReadError::VersionNotANumber,
             accept: Accept::new(Some("application/yaml")),
         };
-        let r = respond(&read);
+        let r = respond(&read, Personality::V1_20);
         assert_eq!(r.status(), 400);
         // No clause the errors' serializers take: the indented fallback.
         assert!(body(r).await.starts_with("{\n  \"kind\": \"Status\""));
-        let r = respond(&RouteError::InjectedFault);
+        let r = respond(&RouteError::InjectedFault, Personality::V1_20);
         assert_eq!(r.status(), 500);
         assert!(body(r).await.starts_with("{\"kind\":\"Status\""));
     }

@@ -32,5 +32,5 @@ pub async fn handle(sim: Arc<Sim>, req: Request<Incoming>) -> Response<Body> {
     }
     route::route(&sim, req)
         .await
-        .unwrap_or_else(|e| errors::respond(&e))
+        .unwrap_or_else(|e| errors::respond(&e, sim.personality.representations()))
 }

@@ -75,13 +75,13 @@ pub(super) async fn route(
     if sim.faults.take_error() {
         return Err(RouteError::InjectedFault);
     }
-    if let Some(answer) = discovery::answer(sim, &path) {
-        return Ok(answer);
-    }
     let accept_text = req
         .headers()
         .get(header::ACCEPT)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    if let Some(answer) = discovery::answer(sim, &path, accept_text.as_deref()) {
+        return Ok(answer);
+    }
     if let Some(answer) = openapi::answer(&path, accept_text.as_deref()) {
         return answer.map_err(RouteError::OpenApi);
     }

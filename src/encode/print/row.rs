@@ -13,6 +13,13 @@ enum Part {
     Fixed(Bytes),
     /// `translateTimestampSince`: how long ago, or "<unknown>" for no time.
     Since(Option<Nanos>),
+    /// A string cell with how long ago inside it: `before`, the age,
+    /// `after`.
+    Within {
+        before: Box<str>,
+        at: Nanos,
+        after: Box<str>,
+    },
 }
 
 /// A row's `"cells":[…]` and conditions, encoded but for its
@@ -32,6 +39,10 @@ impl Row {
                 Part::Since(Some(t)) => {
                     b.put_slice(go_string(&time::human_duration(now.saturating_sub(*t))).as_bytes())
                 }
+                Part::Within { before, at, after } => {
+                    let age = time::human_duration(now.saturating_sub(*at));
+                    b.put_slice(go_string(&format!("{before}{age}{after}")).as_bytes())
+                }
             }
         }
     }
@@ -45,6 +56,7 @@ impl Row {
             .map(|p| match p {
                 Part::Fixed(bytes) => bytes.len(),
                 Part::Since(_) => 24,
+                Part::Within { before, after, .. } => before.len() * 6 + after.len() * 6 + 24,
             })
             .sum()
     }
@@ -129,6 +141,21 @@ impl RowBuilder {
         let fixed = std::mem::take(&mut self.buf);
         self.parts.push(Part::Fixed(Bytes::from(fixed)));
         self.parts.push(Part::Since(t));
+        self
+    }
+
+    /// A string cell holding how long ago `at` was between `before` and
+    /// `after` (`fmt.Sprintf("%d (%s ago)", n, translateTimestampSince(t))`),
+    /// computed when served.
+    pub fn since_within(&mut self, before: &str, at: Nanos, after: &str) -> &mut Self {
+        self.next();
+        let fixed = std::mem::take(&mut self.buf);
+        self.parts.push(Part::Fixed(Bytes::from(fixed)));
+        self.parts.push(Part::Within {
+            before: before.into(),
+            at,
+            after: after.into(),
+        });
         self
     }
 

@@ -171,14 +171,25 @@ mod tests {
 
     #[test]
     fn flow_schema_lists_sort_by_precedence_then_name() {
-        let p = Printer::builtin(FS.0, FS.1, FS.2).unwrap();
+        let p = Printer::builtin(
+            crate::encode::personality::Personality::V1_20,
+            FS.0,
+            FS.1,
+            FS.2,
+        )
+        .unwrap();
         let key = p.list_order().unwrap();
         assert_eq!(key(&json!({"spec": {"matchingPrecedence": 800}})), 800);
         assert_eq!(key(&json!({"spec": {}})), 0);
-        assert!(Printer::builtin(PLC.0, PLC.1, PLC.2)
-            .unwrap()
-            .list_order()
-            .is_none());
+        assert!(Printer::builtin(
+            crate::encode::personality::Personality::V1_20,
+            PLC.0,
+            PLC.1,
+            PLC.2
+        )
+        .unwrap()
+        .list_order()
+        .is_none());
     }
 
     #[test]
@@ -244,7 +255,13 @@ mod tests {
                 ),
                 r#""cells":["v1.x","Local","False","60m"]"#,
             );
-            let p = Printer::builtin(gvr.0, gvr.1, gvr.2).unwrap();
+            let p = Printer::builtin(
+                crate::encode::personality::Personality::V1_20,
+                gvr.0,
+                gvr.1,
+                gvr.2,
+            )
+            .unwrap();
             assert!(p.headers_always());
             // A bookmark's row, as a Table watch of v1.20 sends it.
             let bookmark = r#"{"kind":"APIService","apiVersion":"apiregistration.k8s.io/v1","metadata":{"resourceVersion":"113","creationTimestamp":null},"spec":{"groupPriorityMinimum":0,"versionPriority":0},"status":{}}"#;
@@ -253,6 +270,13 @@ mod tests {
                 r#""cells":["","Local","Unknown","\u003cunknown\u003e"]"#
             );
         }
-        assert!(!Printer::builtin(FS.0, FS.1, FS.2).unwrap().headers_always());
+        assert!(!Printer::builtin(
+            crate::encode::personality::Personality::V1_20,
+            FS.0,
+            FS.1,
+            FS.2
+        )
+        .unwrap()
+        .headers_always());
     }
 }

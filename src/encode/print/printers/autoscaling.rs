@@ -58,6 +58,8 @@ struct Values {
 #[derive(Default)]
 struct Metric {
     ty: String,
+    /// A resource or container resource metric's resource (`cpu`).
+    resource_name: String,
     resource: Option<Values>,
     container_resource: Option<Values>,
     pods: Option<Values>,
@@ -89,6 +91,15 @@ fn opt_int(v: &Value, path: &[&str]) -> Option<i64> {
     set(v, path).and_then(Value::as_i64)
 }
 
+/// The resource a resource or container resource metric names.
+fn resource_name(m: &Value) -> String {
+    let source = match s(m, &["type"]) {
+        "ContainerResource" => "containerResource",
+        _ => "resource",
+    };
+    s(m, &[source, "name"]).to_string()
+}
+
 /// A metric of v2beta2, whose sources hold their values under `field`
 /// (`target` or `current`) with the internal type's names.
 fn v2beta2_metric(m: &Value, field: &str) -> Metric {
@@ -104,6 +115,7 @@ fn v2beta2_metric(m: &Value, field: &str) -> Metric {
     };
     Metric {
         ty: s(m, &["type"]).to_string(),
+        resource_name: resource_name(m),
         resource: values("resource"),
         container_resource: values("containerResource"),
         pods: values("pods"),
@@ -124,6 +136,7 @@ fn flat_spec_metric(m: &Value) -> Metric {
     };
     Metric {
         ty: s(m, &["type"]).to_string(),
+        resource_name: resource_name(m),
         resource: source("resource", resource),
         container_resource: source("containerResource", resource),
         pods: source("pods", |src| Values {
@@ -155,6 +168,7 @@ fn flat_status_metric(m: &Value) -> Metric {
     };
     Metric {
         ty: s(m, &["type"]).to_string(),
+        resource_name: resource_name(m),
         resource: source("resource", resource),
         container_resource: source("containerResource", resource),
         pods: source("pods", |src| Values {
@@ -179,6 +193,7 @@ fn flat_status_metric(m: &Value) -> Metric {
 fn cpu_utilization(percent: i64) -> Metric {
     Metric {
         ty: "Resource".into(),
+        resource_name: "cpu".into(),
         resource: Some(Values {
             average_utilization: Some(percent),
             ..Values::default()
@@ -235,6 +250,16 @@ fn hpa_v2beta1(h: &Value, r: &mut RowBuilder) {
 }
 
 fn hpa_v2beta2(h: &Value, r: &mut RowBuilder) {
+    hpa_v2_as(h, r, false)
+}
+
+/// v1.36's, of autoscaling/v2 (whose metrics are v2beta2's): resource
+/// targets name their resource (kubernetes#122804, 1.30).
+fn hpa_v2_v1_36(h: &Value, r: &mut RowBuilder) {
+    hpa_v2_as(h, r, true)
+}
+
+fn hpa_v2_as(h: &Value, r: &mut RowBuilder, named: bool) {
     let specs: Vec<Metric> = arr(h, &["spec", "metrics"])
         .iter()
         .map(|m| v2beta2_metric(m, "target"))
@@ -243,13 +268,25 @@ fn hpa_v2beta2(h: &Value, r: &mut RowBuilder) {
         .iter()
         .map(|m| v2beta2_metric(m, "current"))
         .collect();
-    hpa(h, &specs, &statuses, r);
+    hpa_with(h, &specs, &statuses, r, named);
+}
+
+/// v1.36's printers where they differ from v1.20's.
+pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    match (group, version, resource) {
+        ("autoscaling", "v2", "horizontalpodautoscalers") => Some(hpa_v2_v1_36),
+        _ => None,
+    }
 }
 
 /// `printHorizontalPodAutoscaler`: the reference as kind/name, the
 /// targets, the minimum as a string ("<unset>" without one), the maximum
 /// and current replicas as integers.
 fn hpa(h: &Value, specs: &[Metric], statuses: &[Metric], r: &mut RowBuilder) {
+    hpa_with(h, specs, statuses, r, false)
+}
+
+fn hpa_with(h: &Value, specs: &[Metric], statuses: &[Metric], r: &mut RowBuilder, named: bool) {
     let min = match at(h, &["spec", "minReplicas"]).and_then(Value::as_i64) {
         Some(n) => n.to_string(),
         None => "<unset>".into(),
@@ -260,7 +297,7 @@ fn hpa(h: &Value, specs: &[Metric], statuses: &[Metric], r: &mut RowBuilder) {
             s(h, &["spec", "scaleTargetRef", "kind"]),
             s(h, &["spec", "scaleTargetRef", "name"])
         ))
-        .str(&format_hpa_metrics(specs, statuses))
+        .str(&format_hpa_metrics(specs, statuses, named))
         .str(&min)
         .int(int(h, &["spec", "maxReplicas"]))
         .int(int(h, &["status", "currentReplicas"]))
@@ -277,7 +314,7 @@ fn q(v: &Option<String>) -> &str {
 /// that has the same source, "<unknown>" if not; the first two, then
 /// "+ N more...". A spec without the source its type names panics in Go;
 /// validation makes sure it has one, and here it reads as unset.
-fn format_hpa_metrics(specs: &[Metric], statuses: &[Metric]) -> String {
+fn format_hpa_metrics(specs: &[Metric], statuses: &[Metric], named: bool) -> String {
     if specs.is_empty() {
         return "<none>".into();
     }
@@ -322,11 +359,17 @@ fn format_hpa_metrics(specs: &[Metric], statuses: &[Metric]) -> String {
                     |m| &m.container_resource
                 };
                 let target = pick(spec).as_ref().unwrap_or(&none);
+                // v1.36 names the resource: "cpu: 20%/50%".
+                let name = if named {
+                    format!("{}: ", spec.resource_name)
+                } else {
+                    String::new()
+                };
                 match &target.average_value {
                     Some(avg) => {
                         let cur =
                             current(pick).map_or_else(unknown, |c| q(&c.average_value).to_string());
-                        format!("{cur}/{avg}")
+                        format!("{name}{cur}/{avg}")
                     }
                     None => {
                         let cur = current(pick)
@@ -335,7 +378,7 @@ fn format_hpa_metrics(specs: &[Metric], statuses: &[Metric]) -> String {
                         let target = target
                             .average_utilization
                             .map_or_else(|| "<auto>".to_string(), |u| format!("{u}%"));
-                        format!("{cur}/{target}")
+                        format!("{name}{cur}/{target}")
                     }
                 }
             }
@@ -353,7 +396,8 @@ fn format_hpa_metrics(specs: &[Metric], statuses: &[Metric]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::check;
+    use super::super::test_support::{check, check_as, column_count_as};
+    use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
     const V1: (&str, &str, &str) = ("autoscaling", "v1", "horizontalpodautoscalers");
@@ -620,11 +664,68 @@ mod tests {
             ),
         ];
         for (gvr, obj) in bookmarks {
-            let p = crate::encode::print::Printer::builtin(gvr.0, gvr.1, gvr.2).unwrap();
+            let p = crate::encode::print::Printer::builtin(
+                crate::encode::personality::Personality::V1_20,
+                gvr.0,
+                gvr.1,
+                gvr.2,
+            )
+            .unwrap();
             assert_eq!(p.zero_row(obj.as_bytes()).to_json(0), want, "{gvr:?}");
         }
         // A v1 object read as v1 reads it has the default target.
-        let p = crate::encode::print::Printer::builtin(V1.0, V1.1, V1.2).unwrap();
+        let p = crate::encode::print::Printer::builtin(
+            crate::encode::personality::Personality::V1_20,
+            V1.0,
+            V1.1,
+            V1.2,
+        )
+        .unwrap();
         assert!(p.row(bookmarks[0].1.as_bytes()).to_json(0).contains("80%"));
+    }
+
+    #[test]
+    fn v1_30_resource_targets_name_their_resource() {
+        const V2: (&str, &str, &str) = ("autoscaling", "v2", "horizontalpodautoscalers");
+        let hpa = |metrics: Value, current: Value| {
+            json!({"metadata": {"name": "h", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+                    "minReplicas": 1, "maxReplicas": 4, "metrics": metrics},
+                "status": {"currentReplicas": 1, "desiredReplicas": 1, "currentMetrics": current}})
+        };
+        let cpu = json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}]);
+        check(
+            V2BETA2,
+            hpa(cpu.clone(), json!(null)),
+            r#""cells":["h","Deployment/web","\u003cunknown\u003e/50%","1",4,1,"60m"]"#,
+        );
+        check_as(
+            Personality::NEWEST,
+            V2,
+            hpa(cpu.clone(), json!(null)),
+            r#""cells":["h","Deployment/web","cpu: \u003cunknown\u003e/50%","1",4,1,"60m"]"#,
+        );
+        check_as(
+            Personality::NEWEST,
+            V2,
+            hpa(
+                cpu,
+                json!([{"type": "Resource", "resource": {"name": "cpu",
+            "current": {"averageUtilization": 20, "averageValue": "100m"}}}]),
+            ),
+            r#""cells":["h","Deployment/web","cpu: 20%/50%","1",4,1,"60m"]"#,
+        );
+        let memory = json!([{"type": "ContainerResource", "containerResource": {"name": "memory", "container": "c",
+            "target": {"type": "AverageValue", "averageValue": "200Mi"}}},
+            {"type": "External", "external": {"metric": {"name": "q"}, "target": {"type": "Value", "value": "30"}}}]);
+        check_as(
+            Personality::NEWEST,
+            V2,
+            hpa(memory, json!(null)),
+            r#""cells":["h","Deployment/web","memory: \u003cunknown\u003e/200Mi, \u003cunknown\u003e/30","1",4,1,"60m"]"#,
+        );
+        // autoscaling/v1 was not recorded from v1.36: its Tables are the upstream's.
+        assert_eq!(column_count_as(Personality::NEWEST, V1), 0);
     }
 }

@@ -3,6 +3,7 @@
 
 use super::fields::{arr, at, count, created, flag, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
+use crate::go::time;
 use serde_json::Value;
 
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {
@@ -27,8 +28,50 @@ const POD_FAILED: &str =
 /// then containers from last to first), restarts, age; and the wide
 /// columns (the server always prints wide).
 fn pod(p: &Value, r: &mut RowBuilder) {
-    let total = arr(p, &["spec", "containers"]).len();
-    let init_total = arr(p, &["spec", "initContainers"]).len();
+    pod_as(p, r, false)
+}
+
+/// v1.36's `printPod`: restartable init containers (sidecars) count as
+/// containers, a scheduling-gated pod says so, a completed pod shows a
+/// failed container's reason, only a pod not yet finished shows
+/// Terminating, and the restarts cell is a string with the last
+/// restart's age ("3 (6d6h ago)").
+fn pod_v1_36(p: &Value, r: &mut RowBuilder) {
+    pod_as(p, r, true)
+}
+
+/// The latest `lastState.terminated.finishedAt` of `statuses`, and later
+/// than `since`.
+fn last_restart(statuses: &[&Value], since: Option<time::Nanos>) -> Option<time::Nanos> {
+    statuses
+        .iter()
+        .filter_map(|c| {
+            at(c, &["lastState", "terminated", "finishedAt"])
+                .and_then(Value::as_str)
+                .and_then(time::parse_rfc3339)
+        })
+        .chain(since)
+        .max()
+}
+
+fn pod_as(p: &Value, r: &mut RowBuilder, v1_36: bool) {
+    let init_specs = arr(p, &["spec", "initContainers"]);
+    let init_total = init_specs.len();
+    // v1.36: an init container that always restarts is a sidecar, counted
+    // among the containers.
+    let restartable = |name: &str| {
+        v1_36
+            && init_specs
+                .iter()
+                .any(|c| s(c, &["name"]) == name && s(c, &["restartPolicy"]) == "Always")
+    };
+    let mut total = arr(p, &["spec", "containers"]).len();
+    if v1_36 {
+        total += init_specs
+            .iter()
+            .filter(|c| s(c, &["restartPolicy"]) == "Always")
+            .count();
+    }
     let phase = s(p, &["status", "phase"]);
     let status_reason = s(p, &["status", "reason"]);
     let mut reason = if status_reason.is_empty() {
@@ -36,6 +79,14 @@ fn pod(p: &Value, r: &mut RowBuilder) {
     } else {
         status_reason.to_string()
     };
+    let conditions = arr(p, &["status", "conditions"]);
+    if v1_36
+        && conditions
+            .iter()
+            .any(|c| s(c, &["type"]) == "PodScheduled" && s(c, &["reason"]) == "SchedulingGated")
+    {
+        reason = "SchedulingGated".into();
+    }
     match phase {
         "Succeeded" => {
             r.conditions(POD_SUCCEEDED);
@@ -48,15 +99,29 @@ fn pod(p: &Value, r: &mut RowBuilder) {
     let mut restarts = 0;
     let mut ready = 0;
     let mut initializing = false;
+    let mut sidecar_restarts = 0;
+    let (mut last_restart_at, mut last_sidecar_restart_at) = (None, None);
     for (i, c) in arr(p, &["status", "initContainerStatuses"])
         .iter()
         .enumerate()
     {
         restarts += int(c, &["restartCount"]);
+        last_restart_at = last_restart(&[c], last_restart_at);
+        let sidecar = restartable(s(c, &["name"]));
+        if sidecar {
+            sidecar_restarts += int(c, &["restartCount"]);
+            last_sidecar_restart_at = last_restart(&[c], last_sidecar_restart_at);
+        }
         let terminated = at(c, &["state", "terminated"]);
         let waiting_reason = s(c, &["state", "waiting", "reason"]);
         match terminated {
             Some(t) if int(t, &["exitCode"]) == 0 => continue,
+            _ if sidecar && flag(c, &["started"]) => {
+                if flag(c, &["ready"]) {
+                    ready += 1;
+                }
+                continue;
+            }
             Some(t) => {
                 let why = s(t, &["reason"]);
                 reason = if !why.is_empty() {
@@ -78,49 +143,70 @@ fn pod(p: &Value, r: &mut RowBuilder) {
         initializing = true;
         break;
     }
-    if !initializing {
-        restarts = 0;
+    let initialized = conditions
+        .iter()
+        .any(|c| s(c, &["type"]) == "Initialized" && s(c, &["status"]) == "True");
+    if !initializing || (v1_36 && initialized) {
+        restarts = sidecar_restarts;
+        last_restart_at = last_sidecar_restart_at;
         let mut has_running = false;
+        let mut error_reason = String::new();
         for c in arr(p, &["status", "containerStatuses"]).iter().rev() {
             restarts += int(c, &["restartCount"]);
+            last_restart_at = last_restart(&[c], last_restart_at);
             let waiting = s(c, &["state", "waiting", "reason"]);
             let terminated = at(c, &["state", "terminated"]);
             let terminated_reason = terminated.map(|t| s(t, &["reason"]));
             if at(c, &["state", "waiting"]).is_some() && !waiting.is_empty() {
                 reason = waiting.to_string();
-            } else if let Some(why) = terminated_reason.filter(|w| !w.is_empty()) {
-                reason = why.to_string();
             } else if let Some(t) = terminated {
-                reason = if int(t, &["signal"]) != 0 {
-                    format!("Signal:{}", int(t, &["signal"]))
-                } else {
-                    format!("ExitCode:{}", int(t, &["exitCode"]))
+                reason = match terminated_reason.filter(|w| !w.is_empty()) {
+                    Some(why) => why.to_string(),
+                    None if int(t, &["signal"]) != 0 => format!("Signal:{}", int(t, &["signal"])),
+                    None => format!("ExitCode:{}", int(t, &["exitCode"])),
                 };
+                if int(t, &["exitCode"]) != 0 {
+                    error_reason = reason.clone();
+                }
             } else if flag(c, &["ready"]) && at(c, &["state", "running"]).is_some() {
                 has_running = true;
                 ready += 1;
             }
         }
         // At least one container still running: back to Running.
-        if reason == "Completed" && has_running {
-            let pod_ready = arr(p, &["status", "conditions"])
+        if reason == "Completed" {
+            let pod_ready = conditions
                 .iter()
                 .any(|c| s(c, &["type"]) == "Ready" && s(c, &["status"]) == "True");
-            reason = if pod_ready { "Running" } else { "NotReady" }.into();
+            if !v1_36 {
+                if has_running {
+                    reason = if pod_ready { "Running" } else { "NotReady" }.into();
+                }
+            } else if has_running && pod_ready {
+                reason = "Running".into();
+            } else if !error_reason.is_empty() {
+                reason = error_reason;
+            } else if has_running {
+                reason = "NotReady".into();
+            }
         }
     }
     if at(p, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null()) {
-        reason = if status_reason == "NodeLost" {
-            "Unknown".into()
-        } else {
-            "Terminating".into()
-        };
+        let finished = matches!(phase, "Succeeded" | "Failed");
+        if status_reason == "NodeLost" {
+            reason = "Unknown".into();
+        } else if !(v1_36 && finished) {
+            reason = "Terminating".into();
+        }
     }
-    r.str(name(p))
-        .str(&format!("{ready}/{total}"))
-        .str(&reason)
-        .int(restarts)
-        .since_field(created(p));
+    r.str(name(p)).str(&format!("{ready}/{total}")).str(&reason);
+    match (v1_36, last_restart_at) {
+        (false, _) => r.int(restarts),
+        // "3 (6d6h ago)": the count, and how long ago the last restart was.
+        (true, Some(at)) if restarts != 0 => r.since_within(&format!("{restarts} ("), at, " ago)"),
+        (true, _) => r.str(&restarts.to_string()),
+    };
+    r.since_field(created(p));
 
     let or_none = |v: &str| {
         if v.is_empty() {
@@ -179,9 +265,30 @@ fn service_account(a: &Value, r: &mut RowBuilder) {
         .since_field(created(a));
 }
 
+/// v1.36's printers where they differ from v1.20's: pods' restarts with
+/// the last one's age and their newer status rules, service accounts
+/// without the secrets column.
+pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    if !group.is_empty() || version != "v1" {
+        return None;
+    }
+    Some(match resource {
+        "pods" => pod_v1_36,
+        "serviceaccounts" => service_account_v1_36,
+        _ => return None,
+    })
+}
+
+/// v1.36 dropped the secrets column (service accounts' token secrets are
+/// no longer made).
+fn service_account_v1_36(a: &Value, r: &mut RowBuilder) {
+    r.str(name(a)).since_field(created(a));
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{cells, column_count};
+    use super::super::test_support::{cells, cells_as, column, column_count};
+    use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
     const NOW: &str = "2026-01-01T01:00:00Z";
@@ -333,6 +440,160 @@ mod tests {
         assert_eq!(
             cells(("", "v1", "configmaps"), bare, NOW),
             r#""cells":["y",0,"\u003cunknown\u003e"]"#
+        );
+    }
+
+    /// The first four cells (name, ready, status, restarts) as v1.20 and
+    /// as v1.36 print a pod.
+    fn status_as_both(p: Value) -> (String, String) {
+        let four = |row: String| {
+            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+            serde_json::to_string(&v["cells"].as_array().unwrap()[..4]).unwrap()
+        };
+        (
+            four(cells_as(Personality::V1_20, PODS, p.clone(), NOW)),
+            four(cells_as(Personality::NEWEST, PODS, p, NOW)),
+        )
+    }
+
+    #[test]
+    fn v1_22_restarts_are_a_string_saying_how_long_ago_the_last_one_was() {
+        let v1_36 = Personality::NEWEST;
+        assert_eq!(
+            column(Personality::V1_20, PODS, 3),
+            ("Restarts".into(), "integer".into())
+        );
+        assert_eq!(column(v1_36, PODS, 3), ("Restarts".into(), "string".into()));
+        let restarted = |count: i64, last: Value| {
+            pod(
+                json!({"containers": [{"name": "a"}]}),
+                json!({"phase": "Running", "containerStatuses": [{"name": "a", "ready": true,
+                    "restartCount": count, "lastState": last, "state": {"running": {}}}]}),
+            )
+        };
+        let at = |t: &str| json!({"terminated": {"exitCode": 1, "finishedAt": t}});
+        assert_eq!(
+            status_as_both(restarted(3, at("2026-01-01T00:30:00Z"))),
+            (
+                r#"["p","1/1","Running",3]"#.into(),
+                r#"["p","1/1","Running","3 (30m ago)"]"#.into()
+            )
+        );
+        // Without a finished time the count alone; none at all is "0".
+        assert_eq!(
+            status_as_both(restarted(2, json!({}))).1,
+            r#"["p","1/1","Running","2"]"#
+        );
+        assert_eq!(
+            status_as_both(restarted(0, json!({}))).1,
+            r#"["p","1/1","Running","0"]"#
+        );
+        // The age is the latest finish of any container, told when served.
+        let p = pod(
+            json!({"containers": [{"name": "a"}, {"name": "b"}]}),
+            json!({"phase": "Running", "containerStatuses": [
+                {"name": "a", "restartCount": 1, "lastState": at("2026-01-01T00:10:00Z"), "state": {"running": {}}},
+                {"name": "b", "restartCount": 1, "lastState": at("2026-01-01T00:58:00Z"), "state": {"running": {}}},
+            ]}),
+        );
+        assert_eq!(
+            status_as_both(p.clone()).1,
+            r#"["p","0/2","Running","2 (2m ago)"]"#
+        );
+        assert!(cells_as(v1_36, PODS, p, "2026-01-02T01:00:00Z").contains(r#""2 (24h ago)""#));
+    }
+
+    #[test]
+    fn v1_26_a_pod_waiting_on_scheduling_gates_says_scheduling_gated() {
+        let gated = pod(
+            json!({"containers": [{"name": "a"}], "schedulingGates": [{"name": "g"}]}),
+            json!({"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]}),
+        );
+        assert_eq!(
+            status_as_both(gated),
+            (
+                r#"["p","0/1","Pending",0]"#.into(),
+                r#"["p","0/1","SchedulingGated","0"]"#.into()
+            )
+        );
+    }
+
+    #[test]
+    fn v1_28_sidecars_count_among_a_pods_containers_once_started() {
+        let p = |started: bool| {
+            pod(
+                json!({"containers": [{"name": "a"}],
+                       "initContainers": [{"name": "s", "restartPolicy": "Always"}]}),
+                json!({"phase": "Running",
+                       "conditions": [{"type": "Initialized", "status": "True"}],
+                       "initContainerStatuses": [{"name": "s", "started": started, "ready": started,
+                           "restartCount": 4, "state": {"running": {}}}],
+                       "containerStatuses": [{"name": "a", "ready": true, "restartCount": 1,
+                           "state": {"running": {}}}]}),
+            )
+        };
+        // v1.20 sees an init container still running; v1.36 a started
+        // sidecar, ready, its restarts added to the containers'.
+        assert_eq!(
+            status_as_both(p(true)),
+            (
+                r#"["p","0/1","Init:0/1",4]"#.into(),
+                r#"["p","2/2","Running","5"]"#.into()
+            )
+        );
+        // Not started yet: the init status stays (printPod's switch falls
+        // to Init:i/n), while the initialized pod's containers still count.
+        assert_eq!(status_as_both(p(false)).1, r#"["p","1/2","Init:0/1","5"]"#);
+    }
+
+    #[test]
+    fn v1_36_a_completed_pod_shows_a_failed_containers_reason() {
+        // (The release that made it is not recorded here: the newest
+        // printers.go has it, v1.20's does not.)
+        let p = pod(
+            json!({"containers": [{"name": "a"}, {"name": "b"}]}),
+            json!({"phase": "Failed", "containerStatuses": [
+                {"name": "a", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                {"name": "b", "restartCount": 0, "state": {"terminated": {"exitCode": 1, "reason": "Error"}}},
+            ]}),
+        );
+        assert_eq!(
+            status_as_both(p),
+            (
+                r#"["p","0/2","Completed",0]"#.into(),
+                r#"["p","0/2","Error","0"]"#.into()
+            )
+        );
+    }
+
+    #[test]
+    fn v1_36_a_deleted_pod_that_has_finished_is_not_terminating() {
+        let mut done = pod(
+            json!({"containers": [{"name": "a"}]}),
+            json!({"phase": "Succeeded", "containerStatuses": [
+                {"name": "a", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}),
+        );
+        done["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:59:00Z");
+        assert_eq!(
+            status_as_both(done.clone()),
+            (
+                r#"["p","0/1","Terminating",0]"#.into(),
+                r#"["p","0/1","Completed","0"]"#.into()
+            )
+        );
+        done["status"]["phase"] = json!("Running");
+        assert_eq!(status_as_both(done).1, r#"["p","0/1","Terminating","0"]"#);
+    }
+
+    #[test]
+    fn v1_36_service_accounts_have_no_secrets_column() {
+        // (Token secrets stopped being made in 1.24; the column went later.)
+        let sa = json!({"metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:59:00Z"},
+                        "secrets": [{"name": "t"}]});
+        assert_eq!(
+            cells_as(Personality::NEWEST, ("", "v1", "serviceaccounts"), sa, NOW),
+            r#""cells":["x","60s"]"#
         );
     }
 }

@@ -20,6 +20,7 @@ mod workloads;
 use super::columns::{self, Column};
 use super::jsonpath::CustomColumn;
 use super::row::{Row, RowBuilder};
+use crate::encode::personality::{Personality, Printers};
 use crate::encode::pruned::parse_without;
 use bytes::Bytes;
 use fields::{at, s, OrderFn, RowFn};
@@ -47,6 +48,8 @@ pub struct Printer {
     order: Option<OrderFn>,
     /// Whether every Table of a watch carries the column definitions.
     headers_always: bool,
+    /// Whose Tables it prints.
+    printers: Printers,
 }
 
 impl std::fmt::Debug for Printer {
@@ -55,6 +58,26 @@ impl std::fmt::Debug for Printer {
             .field("id", &self.id)
             .finish_non_exhaustive()
     }
+}
+
+/// The port of printers.go's function for a resource as `printers`
+/// print it: v1.36's where it differs, else v1.20's.
+fn row_fn_for(printers: Printers, group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    let v1_36 = || {
+        core::lookup_v1_36(group, version, resource)
+            .or_else(|| cluster::lookup_v1_36(group, version, resource))
+            .or_else(|| workloads::lookup_v1_36(group, version, resource))
+            .or_else(|| storage::lookup_v1_36(group, version, resource))
+            .or_else(|| policy::lookup_v1_36(group, version, resource))
+            .or_else(|| autoscaling::lookup_v1_36(group, version, resource))
+            .or_else(|| network::lookup_v1_36(group, version, resource))
+    };
+    if printers == Printers::V1_36 {
+        if let Some(f) = v1_36() {
+            return Some(f);
+        }
+    }
+    row_fn(group, version, resource)
 }
 
 /// The port of printers.go's function for a resource, by group/version/resource.
@@ -69,36 +92,54 @@ fn row_fn(group: &str, version: &str, resource: &str) -> Option<RowFn> {
         .or_else(|| apiserver::lookup(group, version, resource))
 }
 
-static BUILTIN: LazyLock<Mutex<HashMap<String, Option<Arc<Printer>>>>> =
-    LazyLock::new(Default::default);
+type Builtins = HashMap<(Printers, String), Option<Arc<Printer>>>;
+
+static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
+
+/// The id of built-in printers: rows printed as v1.20 prints them, and as
+/// v1.36 does (kept on entries apart). Custom resources' printers take
+/// their CRD's resourceVersion, which is never this large.
+fn builtin_id(printers: Printers) -> u64 {
+    match printers {
+        Printers::V1_20 => 0,
+        Printers::V1_36 => u64::MAX,
+    }
+}
 
 impl Printer {
-    /// The printer of a built-in resource, if kubecache can print it as
-    /// the apiserver does; `None` sends Table requests upstream.
-    pub fn builtin(group: &str, version: &str, resource: &str) -> Option<Arc<Printer>> {
+    /// The printer of a built-in resource as `personality`'s apiserver
+    /// prints it, if kubecache can print it as that apiserver does;
+    /// `None` sends Table requests upstream.
+    pub fn builtin(
+        personality: Personality,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<Printer>> {
+        let printers = personality.printers()?;
         let gvr = format!("{group}/{version}/{resource}");
         let mut known = BUILTIN.lock().unwrap_or_else(|e| e.into_inner());
         known
-            .entry(gvr)
-            .or_insert_with_key(|gvr| {
-                let (columns, kind) = match columns::printed(gvr) {
+            .entry((printers, gvr))
+            .or_insert_with_key(|(_, gvr)| {
+                let (columns, kind) = match columns::printed(printers, gvr) {
                     Some(cols) => (
                         columns::encode(cols),
-                        Kind::Printed(row_fn(group, version, resource)?),
+                        Kind::Printed(row_fn_for(printers, group, version, resource)?),
                     ),
-                    None if columns::is_default(gvr) => (
+                    None if columns::is_default(printers, gvr) => (
                         columns::encode(&[
                             Column::new(
                                 "Name",
                                 "string",
                                 "name",
-                                columns::meta_description("name"),
+                                columns::meta_description(printers, "name"),
                             ),
                             Column::new(
                                 "Created At",
                                 "date",
                                 "",
-                                columns::meta_description("creationTimestamp"),
+                                columns::meta_description(printers, "creationTimestamp"),
                             ),
                         ]),
                         Kind::Default,
@@ -106,32 +147,36 @@ impl Printer {
                     None => return None,
                 };
                 Some(Arc::new(Printer {
-                    id: 0,
+                    id: builtin_id(printers),
                     columns,
                     kind,
                     zero: autoscaling::zero(group, version, resource),
                     order: apiserver::list_order(group, version, resource),
                     headers_always: apiserver::headers_on_every_event(group, resource),
+                    printers,
                 }))
             })
             .clone()
     }
 
-    /// A custom resource's printer: the version's `additionalPrinterColumns`
-    /// after Name, or Age when it has none. `id` tells rows printed with
-    /// one definition of the columns from those of another.
-    pub fn custom(id: u64, printer_columns: &[Value]) -> Printer {
+    /// A custom resource's printer as `personality`'s apiserver prints it:
+    /// the version's `additionalPrinterColumns` after Name, or Age when it
+    /// has none; `None` where kubecache does not print that release's
+    /// Tables (`Personality::printers`). `id` tells rows printed with one
+    /// definition of the columns from those of another.
+    pub fn custom(personality: Personality, id: u64, printer_columns: &[Value]) -> Option<Printer> {
+        let printers = personality.printers()?;
         let mut defs = vec![Column::new(
             "Name",
             "string",
             "name",
-            columns::meta_description("name"),
+            columns::meta_description(printers, "name"),
         )];
         let mut custom = Vec::new();
         let age = [serde_json::json!({
             "name": "Age",
             "type": "date",
-            "description": columns::meta_description("creationTimestamp"),
+            "description": columns::meta_description(printers, "creationTimestamp"),
             "jsonPath": ".metadata.creationTimestamp",
         })];
         let printer_columns = if printer_columns.is_empty() {
@@ -148,18 +193,24 @@ impl Printer {
             defs.push(def);
             custom.push(col);
         }
-        Printer {
+        Some(Printer {
             id,
             columns: columns::encode(&defs),
             kind: Kind::Custom(custom),
             zero: None,
             order: None,
             headers_always: false,
-        }
+            printers,
+        })
     }
 
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Whose Tables it prints.
+    pub fn printers(&self) -> Printers {
+        self.printers
     }
 
     /// The column definitions, encoded.
@@ -241,28 +292,65 @@ impl Printer {
 pub(crate) mod test_support {
     use super::*;
 
-    /// The row a built-in printer makes of an object, cells as JSON, at `now`.
+    /// The row a built-in printer makes of an object, cells as JSON, at
+    /// `now`, as v1.20 prints it.
     pub fn cells(gvr: (&str, &str, &str), obj: Value, now: &str) -> String {
-        let p = Printer::builtin(gvr.0, gvr.1, gvr.2).expect("a printer");
+        cells_as(Personality::V1_20, gvr, obj, now)
+    }
+
+    /// The row `personality`'s printer makes of an object, cells as JSON, at `now`.
+    pub fn cells_as(
+        personality: Personality,
+        gvr: (&str, &str, &str),
+        obj: Value,
+        now: &str,
+    ) -> String {
+        let p = Printer::builtin(personality, gvr.0, gvr.1, gvr.2).expect("a printer");
         let now = crate::go::time::parse_rfc3339(now).unwrap();
         p.row_of(&obj).to_json(now)
     }
 
     /// The row's cells at 2026-01-01T01:00:00Z are `want`, and as many as
-    /// the printer has columns.
+    /// the printer has columns, as v1.20 prints them.
     pub fn check(gvr: (&str, &str, &str), obj: Value, want: &str) {
-        let got = cells(gvr, obj, "2026-01-01T01:00:00Z");
+        check_as(Personality::V1_20, gvr, obj, want)
+    }
+
+    /// The row's cells at 2026-01-01T01:00:00Z are `want`, and as many as
+    /// `personality`'s printer has columns.
+    pub fn check_as(personality: Personality, gvr: (&str, &str, &str), obj: Value, want: &str) {
+        let got = cells_as(personality, gvr, obj, "2026-01-01T01:00:00Z");
         assert_eq!(got, want);
         let n = serde_json::from_str::<Value>(&format!("{{{got}}}")).unwrap()["cells"]
             .as_array()
             .unwrap()
             .len();
-        assert_eq!(n, column_count(gvr), "{gvr:?}");
+        assert_eq!(n, column_count_as(personality, gvr), "{gvr:?}");
     }
 
     /// Every printed row has as many cells as its printer has columns.
     pub fn column_count(gvr: (&str, &str, &str)) -> usize {
-        columns::printed(&format!("{}/{}/{}", gvr.0, gvr.1, gvr.2)).map_or(0, <[Column]>::len)
+        column_count_as(Personality::V1_20, gvr)
+    }
+
+    /// How many columns `personality`'s printer of `gvr` has.
+    pub fn column_count_as(personality: Personality, gvr: (&str, &str, &str)) -> usize {
+        personality.printers().map_or(0, |printers| {
+            columns::printed(printers, &format!("{}/{}/{}", gvr.0, gvr.1, gvr.2))
+                .map_or(0, <[Column]>::len)
+        })
+    }
+
+    /// A column's name and type, as `personality`'s printer of `gvr` defines it.
+    pub fn column(
+        personality: Personality,
+        gvr: (&str, &str, &str),
+        at: usize,
+    ) -> (String, String) {
+        let printers = personality.printers().expect("printed Tables");
+        let cols = columns::printed(printers, &format!("{}/{}/{}", gvr.0, gvr.1, gvr.2))
+            .expect("a printer");
+        (cols[at].name.clone(), cols[at].ty.clone())
     }
 }
 
@@ -273,11 +361,42 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn releases_between_v1_20_and_v1_36_leave_their_tables_to_the_upstream() {
+        for minor in [21, 28, 33, 35] {
+            let p = Personality::of(1, minor).0;
+            assert!(Printer::builtin(p, "", "v1", "pods").is_none(), "1.{minor}");
+            assert!(Printer::custom(p, 1, &[]).is_none(), "1.{minor}");
+        }
+        let (v1_20, v1_36) = (
+            Printer::builtin(Personality::V1_20, "", "v1", "pods").unwrap(),
+            Printer::builtin(Personality::NEWEST, "", "v1", "pods").unwrap(),
+        );
+        // Rows kept on entries tell one release's from the other's.
+        assert_ne!(v1_20.id(), v1_36.id());
+        assert_ne!(v1_20.columns(), v1_36.columns());
+        // A newer release than kubecache knows is printed as the newest.
+        let newer = Printer::builtin(Personality::of(1, 40).0, "", "v1", "pods").unwrap();
+        assert_eq!(newer.columns(), v1_36.columns());
+    }
+
+    #[test]
     fn resources_without_a_port_have_no_printer() {
-        assert!(Printer::builtin("", "v1", "nosuchthings").is_none());
+        assert!(Printer::builtin(
+            crate::encode::personality::Personality::V1_20,
+            "",
+            "v1",
+            "nosuchthings"
+        )
+        .is_none());
         // printers.go prints these, but kubecache does not cache them (they
         // cannot be watched): upstream does.
-        assert!(Printer::builtin("", "v1", "componentstatuses").is_none());
+        assert!(Printer::builtin(
+            crate::encode::personality::Personality::V1_20,
+            "",
+            "v1",
+            "componentstatuses"
+        )
+        .is_none());
     }
 
     #[test]
@@ -291,7 +410,13 @@ mod tests {
             ),
             r#""cells":["r","2026-01-02T03:04:05Z"]"#
         );
-        let p = Printer::builtin("rbac.authorization.k8s.io", "v1", "roles").unwrap();
+        let p = Printer::builtin(
+            crate::encode::personality::Personality::V1_20,
+            "rbac.authorization.k8s.io",
+            "v1",
+            "roles",
+        )
+        .unwrap();
         assert!(p.null_when_empty());
         let cols: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
         assert_eq!(cols[1].name, "Created At");
@@ -305,7 +430,7 @@ mod tests {
             serde_json::json!({"name": "B", "type": "string", "jsonPath": ".spec.b["}),
             serde_json::json!({"name": "C", "type": "string", "jsonPath": ".spec.c"}),
         ];
-        let p = Printer::custom(1, &cols);
+        let p = Printer::custom(crate::encode::personality::Personality::V1_20, 1, &cols).unwrap();
         let defs: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
         let names: Vec<_> = defs.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["Name", "A"]);
@@ -315,7 +440,7 @@ mod tests {
 
     #[test]
     fn custom_resources_without_printer_columns_get_an_age() {
-        let p = Printer::custom(7, &[]);
+        let p = Printer::custom(crate::encode::personality::Personality::V1_20, 7, &[]).unwrap();
         let cols: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
         let names: Vec<_> = cols.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["Name", "Age"]);

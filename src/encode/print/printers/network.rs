@@ -6,6 +6,15 @@ use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
+/// v1.36 serves endpoint slices at discovery.k8s.io/v1, printed as
+/// v1beta1's were.
+pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    match (group, version, resource) {
+        ("discovery.k8s.io", "v1", "endpointslices") => Some(endpoint_slice),
+        _ => None,
+    }
+}
+
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {
     Some(match (group, version, resource) {
         ("", "v1", "services") => service,

@@ -67,6 +67,24 @@ fn priority_class(p: &Value, r: &mut RowBuilder) {
         .since_field(created(p));
 }
 
+/// v1.36's printers where they differ from v1.20's (or serve a version
+/// v1.20 did not have with a printer it did).
+pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    Some(match (group, version, resource) {
+        ("scheduling.k8s.io", "v1", "priorityclasses") => priority_class_v1_36,
+        ("", "v1", "resourcequotas") => resource_quota_v1_36,
+        ("policy", "v1", "poddisruptionbudgets") => pod_disruption_budget,
+        _ => return None,
+    })
+}
+
+/// v1.36: the preemption policy last (`options.Wide`, which the server
+/// always sets), "" when unset.
+fn priority_class_v1_36(p: &Value, r: &mut RowBuilder) {
+    priority_class(p, r);
+    r.str(s(p, &["preemptionPolicy"]));
+}
+
 fn runtime_class(c: &Value, r: &mut RowBuilder) {
     r.str(name(c))
         .str(s(c, &["handler"]))
@@ -169,6 +187,25 @@ fn pod_template(t: &Value, r: &mut RowBuilder) {
 /// column. Quantities in the JSON are already as `Quantity.String()`
 /// writes them; a resource without usage shows a zero quantity's "0".
 fn resource_quota(q: &Value, r: &mut RowBuilder) {
+    let (requests, limits) = quota_usage(q);
+    r.str(name(q))
+        .since_field(created(q))
+        .str(&requests)
+        .str(&limits);
+}
+
+/// v1.36 puts the age last.
+fn resource_quota_v1_36(q: &Value, r: &mut RowBuilder) {
+    let (requests, limits) = quota_usage(q);
+    r.str(name(q))
+        .str(&requests)
+        .str(&limits)
+        .since_field(created(q));
+}
+
+/// `printResourceQuota`'s request and limit cells: "resource: used/hard"
+/// by resource name, limits apart.
+fn quota_usage(q: &Value) -> (String, String) {
     let hard = at(q, &["status", "hard"]).and_then(Value::as_object);
     let mut resources: Vec<(&str, &str)> = hard
         .map(|m| {
@@ -191,10 +228,7 @@ fn resource_quota(q: &Value, r: &mut RowBuilder) {
             requests.push(cell);
         }
     }
-    r.str(name(q))
-        .since_field(created(q))
-        .str(&requests.join(", "))
-        .str(&limits.join(", "));
+    (requests.join(", "), limits.join(", "))
 }
 
 fn webhook_configuration(w: &Value, r: &mut RowBuilder) {
@@ -241,7 +275,8 @@ fn certificate_signing_request(c: &Value, r: &mut RowBuilder) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{cells, column_count};
+    use super::super::test_support::{cells, check_as, column_count};
+    use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
     // Each case is an object made on the real v1.20 apiserver, with the
@@ -610,5 +645,49 @@ mod tests {
                 r#""cells":["c","60m","\u003cnone\u003e","system:unsecured","Pending"]"#,
             );
         }
+    }
+
+    #[test]
+    fn v1_36_priority_classes_show_their_preemption_policy() {
+        let gvr = ("scheduling.k8s.io", "v1", "priorityclasses");
+        check_as(
+            Personality::NEWEST,
+            gvr,
+            json!({"metadata": meta("pc"), "value": 7, "preemptionPolicy": "Never"}),
+            r#""cells":["pc",7,false,"60m","Never"]"#,
+        );
+        check_as(
+            Personality::NEWEST,
+            gvr,
+            json!({"metadata": meta("pc"), "value": 7}),
+            r#""cells":["pc",7,false,"60m",""]"#,
+        );
+    }
+
+    #[test]
+    fn v1_36_resource_quotas_print_their_age_last() {
+        let hard = json!({"pods": "10", "limits.cpu": "2"});
+        let q = json!({"metadata": meta("rq"), "spec": {"hard": hard},
+            "status": {"hard": hard, "used": {"pods": "3"}}});
+        check_as(
+            Personality::NEWEST,
+            ("", "v1", "resourcequotas"),
+            q.clone(),
+            r#""cells":["rq","pods: 3/10","limits.cpu: 0/2","60m"]"#,
+        );
+        assert_eq!(
+            cells(("", "v1", "resourcequotas"), q, "2026-01-01T01:00:00Z"),
+            r#""cells":["rq","60m","pods: 3/10","limits.cpu: 0/2"]"#
+        );
+    }
+
+    #[test]
+    fn v1_36_serves_disruption_budgets_at_policy_v1() {
+        check_as(
+            Personality::NEWEST,
+            ("policy", "v1", "poddisruptionbudgets"),
+            json!({"metadata": meta("p"), "spec": {"maxUnavailable": "25%"}, "status": {"disruptionsAllowed": 1}}),
+            r#""cells":["p","N/A","25%",1,"60m"]"#,
+        );
     }
 }

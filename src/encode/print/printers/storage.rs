@@ -74,7 +74,30 @@ fn volume_mode(v: &Value) -> &str {
     opt_str(v, &["spec", "volumeMode"]).unwrap_or("<unset>")
 }
 
+/// v1.36's printers where they differ from v1.20's: a VolumeAttributesClass
+/// column after StorageClass (kubernetes 1.29).
+pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    Some(match (group, version, resource) {
+        ("", "v1", "persistentvolumes") => persistent_volume_v1_36,
+        ("", "v1", "persistentvolumeclaims") => persistent_volume_claim_v1_36,
+        _ => return None,
+    })
+}
+
+/// `*spec.volumeAttributesClassName`, or `<unset>`.
+fn volume_attributes_class(v: &Value) -> &str {
+    opt_str(v, &["spec", "volumeAttributesClassName"]).unwrap_or("<unset>")
+}
+
 fn persistent_volume(pv: &Value, r: &mut RowBuilder) {
+    persistent_volume_as(pv, r, false)
+}
+
+fn persistent_volume_v1_36(pv: &Value, r: &mut RowBuilder) {
+    persistent_volume_as(pv, r, true)
+}
+
+fn persistent_volume_as(pv: &Value, r: &mut RowBuilder, v1_36: bool) {
     let claim = match at(pv, &["spec", "claimRef"]) {
         Some(c) if c.is_object() => format!("{}/{}", s(c, &["namespace"]), s(c, &["name"])),
         _ => String::new(),
@@ -91,13 +114,24 @@ fn persistent_volume(pv: &Value, r: &mut RowBuilder) {
         .str(s(pv, &["spec", "persistentVolumeReclaimPolicy"]))
         .str(phase)
         .str(&claim)
-        .str(class)
-        .str(s(pv, &["status", "reason"]))
+        .str(class);
+    if v1_36 {
+        r.str(volume_attributes_class(pv));
+    }
+    r.str(s(pv, &["status", "reason"]))
         .since_field(created(pv))
         .str(volume_mode(pv));
 }
 
 fn persistent_volume_claim(pvc: &Value, r: &mut RowBuilder) {
+    persistent_volume_claim_as(pvc, r, false)
+}
+
+fn persistent_volume_claim_v1_36(pvc: &Value, r: &mut RowBuilder) {
+    persistent_volume_claim_as(pvc, r, true)
+}
+
+fn persistent_volume_claim_as(pvc: &Value, r: &mut RowBuilder, v1_36: bool) {
     let phase = if set(pvc, &["metadata", "deletionTimestamp"]) {
         "Terminating"
     } else {
@@ -121,9 +155,11 @@ fn persistent_volume_claim(pvc: &Value, r: &mut RowBuilder) {
         .str(volume)
         .str(capacity)
         .str(&modes)
-        .str(class)
-        .since_field(created(pvc))
-        .str(volume_mode(pvc));
+        .str(class);
+    if v1_36 {
+        r.str(volume_attributes_class(pvc));
+    }
+    r.since_field(created(pvc)).str(volume_mode(pvc));
 }
 
 fn storage_class(sc: &Value, r: &mut RowBuilder) {
@@ -177,7 +213,8 @@ fn csi_node(n: &Value, r: &mut RowBuilder) {
 mod tests {
     //! The cases are objects made on a v1.20 kube-apiserver, with the
     //! cells it printed for them.
-    use super::super::test_support::{cells, column_count};
+    use super::super::test_support::{cells, cells_as, column, column_count, column_count_as};
+    use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
     const NOW: &str = "2026-01-01T01:00:00Z";
@@ -410,5 +447,39 @@ mod tests {
     fn only_the_ported_versions_are_registered() {
         assert!(super::lookup("storage.k8s.io", "v1alpha1", "volumeattachments").is_none());
         assert!(super::lookup("storage.k8s.io", "v1beta1", "csistoragecapacities").is_none());
+    }
+
+    #[test]
+    fn v1_29_volumes_and_claims_show_their_volume_attributes_class() {
+        let v1_36 = Personality::NEWEST;
+        for (gvr, at) in [(PVS, 7), (PVCS, 6)] {
+            assert_eq!(column(v1_36, gvr, at).0, "VolumeAttributesClass");
+            assert_eq!(column_count_as(v1_36, gvr), column_count(gvr) + 1);
+        }
+        let pv = |class: Value| {
+            obj(
+                json!({"name": "a"}),
+                json!({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "fast",
+                    "volumeMode": "Filesystem", "volumeAttributesClassName": class},
+                    "status": {"phase": "Available"}}),
+            )
+        };
+        assert_eq!(
+            cells_as(v1_36, PVS, pv(json!("gold")), NOW),
+            r#""cells":["a","1Gi","RWO","Retain","Available","","fast","gold","","60s","Filesystem"]"#
+        );
+        assert!(
+            cells_as(v1_36, PVS, pv(json!(null)), NOW).contains(r#""fast","\u003cunset\u003e","""#)
+        );
+        let pvc = obj(
+            json!({"name": "c"}),
+            json!({"spec": {"storageClassName": "fast", "volumeName": "a", "volumeMode": "Block"},
+                "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}}),
+        );
+        assert_eq!(
+            cells_as(v1_36, PVCS, pvc, NOW),
+            r#""cells":["c","Bound","a","1Gi","RWO","fast","\u003cunset\u003e","60s","Block"]"#
+        );
     }
 }

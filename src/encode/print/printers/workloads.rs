@@ -497,7 +497,52 @@ fn daemon_set(x: &Value, r: &mut RowBuilder) {
 
 /// `printJob`: completions as succeeded/wanted, and how long the job ran
 /// (still counting while it has not completed).
+/// v1.36's printers where they differ from v1.20's: a job's Status
+/// (kubernetes 1.30), a cron job's Timezone (1.27, batch/v1).
+pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    Some(match (group, version, resource) {
+        ("batch", "v1", "jobs") => job_v1_36,
+        ("batch", "v1", "cronjobs") => cron_job_v1_36,
+        _ => return None,
+    })
+}
+
+/// `printJob`'s Status (v1.36): the first condition of each type, in this
+/// order, that is True; else Terminating while deleted; else Running.
+fn job_status(j: &Value) -> &'static str {
+    let holds = |ty: &str| {
+        arr(j, &["status", "conditions"])
+            .iter()
+            .find(|c| s(c, &["type"]) == ty)
+            .is_some_and(|c| s(c, &["status"]) == "True")
+    };
+    let deleted = set(j, &["metadata", "deletionTimestamp"]).is_some();
+    if holds("Complete") {
+        "Complete"
+    } else if holds("Failed") {
+        "Failed"
+    } else if deleted {
+        "Terminating"
+    } else if holds("Suspended") {
+        "Suspended"
+    } else if holds("FailureTarget") {
+        "FailureTarget"
+    } else if holds("SuccessCriteriaMet") {
+        "SuccessCriteriaMet"
+    } else {
+        "Running"
+    }
+}
+
 fn job(j: &Value, r: &mut RowBuilder) {
+    job_as(j, r, false)
+}
+
+fn job_v1_36(j: &Value, r: &mut RowBuilder) {
+    job_as(j, r, true)
+}
+
+fn job_as(j: &Value, r: &mut RowBuilder, v1_36: bool) {
     let succeeded = int(j, &["status", "succeeded"]);
     let completions = match set(j, &["spec", "completions"]) {
         Some(c) => format!("{succeeded}/{}", c.as_i64().unwrap_or(0)),
@@ -515,7 +560,11 @@ fn job(j: &Value, r: &mut RowBuilder) {
             .and_then(Value::as_str)
             .and_then(parse_rfc3339)
     };
-    r.str(name(j)).str(&completions);
+    r.str(name(j));
+    if v1_36 {
+        r.str(job_status(j));
+    }
+    r.str(&completions);
     match (time("startTime"), time("completionTime")) {
         (None, _) => r.str(""),
         (Some(start), None) => r.since(Some(start)),
@@ -529,15 +578,25 @@ fn job(j: &Value, r: &mut RowBuilder) {
 }
 
 fn cron_job(c: &Value, r: &mut RowBuilder) {
+    cron_job_as(c, r, false)
+}
+
+fn cron_job_v1_36(c: &Value, r: &mut RowBuilder) {
+    cron_job_as(c, r, true)
+}
+
+fn cron_job_as(c: &Value, r: &mut RowBuilder, v1_36: bool) {
     let suspend = match set(c, &["spec", "suspend"]).and_then(Value::as_bool) {
         Some(true) => "True",
         Some(false) => "False",
         None => "<unset>",
     };
-    r.str(name(c))
-        .str(s(c, &["spec", "schedule"]))
-        .str(suspend)
-        .int(count(c, &["status", "active"]) as i64);
+    r.str(name(c)).str(s(c, &["spec", "schedule"]));
+    if v1_36 {
+        let zone = set(c, &["spec", "timeZone"]).and_then(Value::as_str);
+        r.str(zone.unwrap_or("<none>"));
+    }
+    r.str(suspend).int(count(c, &["status", "active"]) as i64);
     match set(c, &["status", "lastScheduleTime"]) {
         Some(t) => r.since_field(Some(t)),
         None => r.str("<none>"),
@@ -554,8 +613,9 @@ fn cron_job(c: &Value, r: &mut RowBuilder) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{cells, check};
+    use super::super::test_support::{cells, cells_as, check, check_as};
     use super::selector_string;
+    use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
     const NOW: &str = "2026-01-01T01:00:00Z";
@@ -763,6 +823,79 @@ mod tests {
         cj["spec"].as_object_mut().unwrap().remove("suspend");
         assert!(
             cells(("batch", "v1beta1", "cronjobs"), cj, NOW).contains(r#""\u003cunset\u003e",0"#)
+        );
+    }
+
+    #[test]
+    fn v1_30_a_jobs_status_follows_its_conditions() {
+        let job = |conditions: Value, deleted: bool| {
+            let mut meta = meta();
+            if deleted {
+                meta["deletionTimestamp"] = json!("2026-01-01T00:59:00Z");
+            }
+            json!({"metadata": meta,
+                "spec": {"parallelism": 1, "completions": 1, "selector": {"matchLabels": {"controller-uid": "u"}},
+                    "template": {"spec": {"containers": [{"name": "a", "image": "i"}]}}},
+                "status": {"conditions": conditions, "startTime": "2026-01-01T00:10:00Z"}})
+        };
+        let status = |conditions: Value, deleted: bool| {
+            let row = cells_as(
+                Personality::NEWEST,
+                ("batch", "v1", "jobs"),
+                job(conditions, deleted),
+                NOW,
+            );
+            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+            v["cells"][1].as_str().unwrap().to_string()
+        };
+        let c = |ty: &str, st: &str| json!({"type": ty, "status": st});
+        check_as(
+            Personality::NEWEST,
+            ("batch", "v1", "jobs"),
+            job(json!([]), false),
+            r#""cells":["w","Running","0/1","50m","60m","a","i","controller-uid=u"]"#,
+        );
+        assert_eq!(status(json!([c("Complete", "True")]), true), "Complete");
+        assert_eq!(
+            status(json!([c("Failed", "True"), c("Complete", "False")]), false),
+            "Failed"
+        );
+        assert_eq!(status(json!([c("Suspended", "True")]), true), "Terminating");
+        assert_eq!(status(json!([c("Suspended", "True")]), false), "Suspended");
+        assert_eq!(
+            status(json!([c("FailureTarget", "True")]), false),
+            "FailureTarget"
+        );
+        assert_eq!(
+            status(json!([c("SuccessCriteriaMet", "True")]), false),
+            "SuccessCriteriaMet"
+        );
+        // The first condition of a type decides it.
+        assert_eq!(
+            status(
+                json!([c("Complete", "False"), c("Complete", "True")]),
+                false
+            ),
+            "Running"
+        );
+    }
+
+    #[test]
+    fn v1_27_a_cron_jobs_time_zone_has_a_column() {
+        let mut cj = json!({"metadata": meta(),
+            "spec": {"schedule": "0 * * * *", "suspend": false,
+                "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "i"}]}}}}},
+            "status": {}});
+        check_as(
+            Personality::NEWEST,
+            ("batch", "v1", "cronjobs"),
+            cj.clone(),
+            r#""cells":["w","0 * * * *","\u003cnone\u003e","False",0,"\u003cnone\u003e","60m","a","i","\u003cnone\u003e"]"#,
+        );
+        cj["spec"]["timeZone"] = json!("Europe/Paris");
+        assert!(
+            cells_as(Personality::NEWEST, ("batch", "v1", "cronjobs"), cj, NOW)
+                .starts_with(r#""cells":["w","0 * * * *","Europe/Paris","False""#)
         );
     }
 }
