@@ -5,6 +5,7 @@
 //! named for what changed and answered from the release that changed it;
 //! an upstream newer than kubecache knows gets the newest personality.
 
+use super::protobuf::Schema;
 use std::fmt;
 
 /// A kube-apiserver minor release, as kubecache writes its representations.
@@ -82,6 +83,22 @@ impl Personality {
     pub fn omits_zero_creation_timestamp(self) -> bool {
         self.since(34)
     }
+
+    /// The Go types protobuf is written with: v1.20's (older releases
+    /// too), or v1.36's for v1.36 and newer (its messages checked against
+    /// v1.36.2's recorded protobuf, `../shared/reference`). Releases
+    /// between them added fields one by one (a pod's status.hostIPs in
+    /// 1.28, sidecars' restartPolicy in 1.28, …) and dropped ObjectMeta's
+    /// clusterName (1.25), and only v1.20's and v1.36's messages are
+    /// checked: their protobuf is the upstream's to write (`None`: it is
+    /// forwarded), as a custom resource's is.
+    pub fn protobuf(self) -> Option<&'static Schema> {
+        match self.minor {
+            m if m <= 20 => Some(Schema::v1_20()),
+            m if m >= 36 => Some(Schema::v1_36()),
+            _ => None,
+        }
+    }
 }
 
 impl Default for Personality {
@@ -125,6 +142,18 @@ mod tests {
         assert_eq!(Personality::of(1, 41), (Personality::NEWEST, Fit::Newer));
         assert_eq!(Personality::of(2, 0), (Personality::NEWEST, Fit::Newer));
         assert_eq!(Personality::of(1, 18), (Personality::V1_20, Fit::Older));
+    }
+
+    #[test]
+    fn protobuf_is_written_as_v1_20_or_v1_36_and_left_to_releases_between() {
+        let release = |p: Personality| p.protobuf().map(Schema::release);
+        assert_eq!(release(Personality::V1_20), Some("v1.20"));
+        assert_eq!(release(Personality::of(1, 19).0), Some("v1.20"));
+        for minor in [21, 25, 28, 34, 35] {
+            assert_eq!(release(Personality::of(1, minor).0), None, "1.{minor}");
+        }
+        assert_eq!(release(Personality::NEWEST), Some("v1.36"));
+        assert_eq!(release(Personality::of(1, 40).0), Some("v1.36"));
     }
 
     #[test]

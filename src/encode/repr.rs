@@ -27,9 +27,10 @@ pub enum Repr {
 }
 
 /// An object the representation cannot hold: protobuf of an object with a
-/// field v1.20's message lacks (a newer upstream's).
+/// field its codec's schema lacks (a newer upstream's), or of a codec whose
+/// release's protobuf kubecache does not write.
 #[derive(Debug, thiserror::Error)]
-#[error("the object has no protobuf encoding in v1.20's schema")]
+#[error("the object has no protobuf encoding in its codec's schema")]
 pub struct Unencodable;
 
 /// Why a list's body could not be made.
@@ -68,7 +69,8 @@ impl Repr {
                 protobuf::envelope(&codec.api_version, &codec.kind, m).into()
             }
             Repr::Protobuf(Some(v)) => {
-                let m = protobuf::partial_message(e.meta())?;
+                let schema = codec.protobuf_schema().ok_or(Unencodable)?;
+                let m = protobuf::partial_message_in(schema, e.meta())?;
                 protobuf::envelope(v.api_version(), "PartialObjectMetadata", &m).into()
             }
         })
@@ -108,9 +110,10 @@ impl Repr {
                 protobuf::list(v, kind, m, messages.iter().copied())?
             }
             Repr::Protobuf(Some(v)) => {
+                let schema = codec.protobuf_schema().ok_or(Unencodable)?;
                 let messages = items
                     .iter()
-                    .map(|e| protobuf::partial_message(e.meta()))
+                    .map(|e| protobuf::partial_message_in(schema, e.meta()))
                     .collect::<Result<Vec<_>, _>>()?;
                 let kind = "PartialObjectMetadataList";
                 protobuf::list(v.api_version(), kind, m, messages.iter().map(Vec::as_slice))?
@@ -152,12 +155,14 @@ impl Repr {
             }
             Repr::Table(t) => t.bookmark(codec, rv, initial_events_end),
             Repr::Protobuf(None) => {
+                let schema = codec.protobuf_schema().ok_or(Unencodable)?;
                 let obj = bookmark::object(codec, rv, initial_events_end);
-                protobuf::object(&codec.api_version, &codec.kind, &obj)?.into()
+                protobuf::object_in(schema, &codec.api_version, &codec.kind, &obj)?.into()
             }
             Repr::Protobuf(Some(v)) => {
+                let schema = codec.protobuf_schema().ok_or(Unencodable)?;
                 let m = bookmark::object_meta(rv, initial_events_end, codec.personality);
-                let m = protobuf::partial_message(m.as_bytes())?;
+                let m = protobuf::partial_message_in(schema, m.as_bytes())?;
                 protobuf::envelope(v.api_version(), "PartialObjectMetadata", &m).into()
             }
         })

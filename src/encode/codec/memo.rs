@@ -50,9 +50,12 @@ pub struct Later {
     /// The row under a newer printer than the first slot's (a custom
     /// resource's columns changed while the object did not).
     pub table_row_reprinted: Mutex<Option<(u64, Arc<Row>)>>,
-    /// The object's protobuf message; `None`: it has none (a field
-    /// v1.20's message lacks).
-    pub protobuf: OnceLock<Option<Box<[u8]>>>,
+    /// The object's protobuf message in each schema's slot
+    /// (`Schema::slot`): a codec following another release than the one
+    /// the entry was first written for (the upstream upgraded while the
+    /// object did not change) makes and keeps its own. `None`: it has none
+    /// (a field the schema's message lacks).
+    pub protobuf: [OnceLock<Option<Box<[u8]>>>; crate::encode::protobuf::Schema::SLOTS],
 }
 
 impl Memo {

@@ -75,8 +75,10 @@ pub struct TypeCodec {
     type_meta: Bytes,
     /// What of an object its selectable fields are read from.
     wanted: Arc<Wanted>,
-    /// The kind's protobuf message, if v1.20 has one (built-in kinds).
-    protobuf: Option<&'static Message>,
+    /// The kind's protobuf message in the schema its personality writes
+    /// protobuf with, if it has one (built-in kinds; none for a release
+    /// whose protobuf kubecache leaves to the upstream).
+    protobuf: Option<(&'static Schema, &'static Message)>,
     /// Whose representations the ones made with it follow: the upstream's
     /// release when the type was listed.
     pub personality: Personality,
@@ -125,7 +127,7 @@ impl TypeCodec {
                 serde_json::Value::from(kind),
                 serde_json::Value::from(api_version)
             )),
-            protobuf: Schema::v1_20().kind(api_version, kind),
+            protobuf: protobuf_message(Personality::default(), api_version, kind),
             wanted: Arc::new(Wanted::of(
                 crate::selector::field::field_table(group, kind)
                     .iter()
@@ -135,10 +137,12 @@ impl TypeCodec {
         }
     }
 
-    /// The same codec (another, as `clone`) following `personality`.
+    /// The same codec (another, as `clone`) following `personality`: its
+    /// protobuf is that release's.
     pub fn with_personality(&self, personality: Personality) -> Self {
         let mut c = self.clone();
         c.personality = personality;
+        c.protobuf = protobuf_message(personality, &c.api_version, &c.kind);
         c
     }
 
@@ -241,18 +245,26 @@ impl TypeCodec {
     }
 
     /// Whether objects of this type can be written as protobuf: built-in
-    /// kinds v1.20 has a message for.
+    /// kinds the personality's schema has a message for.
     pub fn protobuf_kind(&self) -> bool {
         self.protobuf.is_some() && self.style == ListStyle::Typed
     }
 
+    /// The schema this codec writes protobuf with (its personality's), if
+    /// its objects can be written as protobuf.
+    pub fn protobuf_schema(&self) -> Option<&'static Schema> {
+        self.protobuf
+            .filter(|_| self.style == ListStyle::Typed)
+            .map(|(s, _)| s)
+    }
+
     /// The object's protobuf message (without envelope), transcoded once
-    /// per entry; `None` for custom resources and objects v1.20's
-    /// messages cannot hold.
+    /// per entry and schema; `None` for custom resources and objects the
+    /// schema's messages cannot hold.
     pub fn protobuf_message<'e>(&self, entry: &'e Entry) -> Option<&'e [u8]> {
-        let msg = self.protobuf.filter(|_| self.style == ListStyle::Typed)?;
-        let kept = entry.memo.later().protobuf.get_or_init(|| {
-            match transcode::message(Schema::v1_20(), msg, &entry.item) {
+        let (schema, msg) = self.protobuf.filter(|_| self.style == ListStyle::Typed)?;
+        let kept = entry.memo.later().protobuf[schema.slot()].get_or_init(|| {
+            match transcode::message(schema, msg, &entry.item) {
                 Ok(m) => Some(m.into_boxed_slice()),
                 Err(e) => {
                     tracing::debug!(key = %entry.key, error = %e, "no protobuf for this object");
@@ -291,6 +303,17 @@ impl TypeCodec {
     }
 }
 
+/// The schema `personality` writes protobuf with and its message of
+/// objects of `kind`, if it has one.
+fn protobuf_message(
+    personality: Personality,
+    api_version: &str,
+    kind: &str,
+) -> Option<(&'static Schema, &'static Message)> {
+    let schema = personality.protobuf()?;
+    Some((schema, schema.kind(api_version, kind)?))
+}
+
 #[derive(Deserialize, Default)]
 struct ListMetaIn {
     #[serde(rename = "resourceVersion")]
@@ -315,6 +338,32 @@ mod tests {
 
     fn pods() -> TypeCodec {
         TypeCodec::new("", "v1", "Pod", true, ListStyle::Typed)
+    }
+
+    #[test]
+    fn a_codec_following_another_release_never_serves_the_others_protobuf() {
+        let obj = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"7"}}"#;
+        let old = pods();
+        let e = old.from_object(obj).unwrap();
+        let written_old = old.protobuf_message(&e).unwrap().to_vec();
+        // The upstream upgraded: the codec follows v1.36, the entry is kept.
+        let new = old.with_personality(Personality::NEWEST);
+        let written_new = new.protobuf_message(&e).unwrap().to_vec();
+        let item = &e.item[..];
+        let schema = |p: Personality| p.protobuf().unwrap();
+        let fresh = |s: &Schema| transcode::message(s, s.kind("v1", "Pod").unwrap(), item);
+        assert_eq!(written_old, fresh(schema(Personality::V1_20)).unwrap());
+        assert_eq!(written_new, fresh(schema(Personality::NEWEST)).unwrap());
+        // v1.20's ObjectMeta writes clusterName (15, `z\0`) and v1.36's
+        // has none; v1.36's PodStatus always writes observedGeneration (17)
+        // and resize (14): two messages.
+        assert_ne!(written_old, written_new);
+        // Each kept beside the entry: asked again, the same slices.
+        assert_eq!(old.protobuf_message(&e).unwrap(), &written_old[..]);
+        assert_eq!(new.protobuf_message(&e).unwrap(), &written_new[..]);
+        // A release whose protobuf kubecache leaves to the upstream.
+        let between = old.with_personality(Personality::of(1, 30).0);
+        assert!(!between.protobuf_kind() && between.protobuf_message(&e).is_none());
     }
 
     #[test]

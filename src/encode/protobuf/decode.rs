@@ -127,7 +127,18 @@ pub fn decode_object(body: &[u8]) -> Result<Value> {
 /// The message of a kind (`apiVersion` and `kind` as the envelope names
 /// them) as its JSON object, `kind` and `apiVersion` first.
 pub fn decode_message(api_version: &str, kind: &str, message: &[u8]) -> Result<Value> {
-    let schema = Schema::v1_20();
+    decode_message_with(Schema::v1_20(), api_version, kind, message)
+}
+
+/// [`decode_message`] with another release's schema. A field whose
+/// pointer-ness it has not verified is read as a pointer's: left out when
+/// absent.
+pub fn decode_message_with(
+    schema: &Schema,
+    api_version: &str,
+    kind: &str,
+    message: &[u8],
+) -> Result<Value> {
     let msg = schema
         .kind(api_version, kind)
         .ok_or_else(|| DecodeError::UnknownKind {
@@ -458,7 +469,7 @@ impl Decoder<'_> {
                 }
                 Ok(Some(Value::Object(entries.into_iter().collect())))
             }
-            Card::Optional => {
+            Card::Optional | Card::Unverified => {
                 if occ.is_empty() {
                     return absent();
                 }

@@ -1,7 +1,8 @@
 //! Kubernetes protobuf (`application/vnd.kubernetes.protobuf`) from the
 //! cache. Each object's message is transcoded once per version from the
-//! JSON the cache holds ([`transcode`], against the v1.20 Go types'
-//! [`schema`]) and kept on its entry; bodies are that message in the
+//! JSON the cache holds ([`transcode`], against the Go types' [`schema`]
+//! of the release the codec follows: v1.20's or v1.36's) and kept on its
+//! entry; bodies are that message in the
 //! envelope the apiserver's protobuf serializer writes: `k8s\0` and a
 //! `runtime.Unknown` naming the kind. Lists splice the kept messages, as
 //! JSON lists splice the kept JSON. Bodies clients write in protobuf are
@@ -16,7 +17,7 @@ use super::list_meta::ListMeta;
 use super::recycle::{self, NoMemory};
 use bytes::Bytes;
 
-pub use decode::{decode_message, decode_object, DecodeError};
+pub use decode::{decode_message, decode_message_with, decode_object, DecodeError};
 pub use schema::{Message, Schema};
 pub use transcode::TranscodeError;
 
@@ -101,47 +102,74 @@ pub fn watch_event(kind: &str, object: &[u8]) -> Bytes {
     Bytes::from(ev)
 }
 
-/// The message of a kind's JSON object, as v1.20 writes it.
-pub fn object_message(
+/// The message of a kind's JSON object, as `schema`'s release writes it.
+pub fn object_message_in(
+    schema: &Schema,
     api_version: &str,
     kind: &str,
     json: &[u8],
 ) -> Result<Vec<u8>, TranscodeError> {
-    let schema = Schema::v1_20();
     let msg = schema
         .kind(api_version, kind)
         .ok_or_else(|| TranscodeError::NoMessage(format!("{api_version}/{kind}")))?;
     transcode::message(schema, msg, json)
 }
 
+/// The message of a kind's JSON object, as v1.20 writes it (the
+/// simulator's release; a codec writes its personality's with
+/// [`object_message_in`]).
+pub fn object_message(
+    api_version: &str,
+    kind: &str,
+    json: &[u8],
+) -> Result<Vec<u8>, TranscodeError> {
+    object_message_in(Schema::v1_20(), api_version, kind, json)
+}
+
 /// A JSON object of a kind (its `apiVersion` and `kind` in it) in its
-/// envelope: what errors and bookmarks are written as.
-pub fn object(api_version: &str, kind: &str, json: &[u8]) -> Result<Vec<u8>, TranscodeError> {
+/// envelope, as `schema`'s release writes it: what errors and bookmarks
+/// are written as.
+pub fn object_in(
+    schema: &Schema,
+    api_version: &str,
+    kind: &str,
+    json: &[u8],
+) -> Result<Vec<u8>, TranscodeError> {
     Ok(envelope(
         api_version,
         kind,
-        &object_message(api_version, kind, json)?,
+        &object_message_in(schema, api_version, kind, json)?,
     ))
 }
 
+/// [`object_in`] as v1.20 writes it.
+pub fn object(api_version: &str, kind: &str, json: &[u8]) -> Result<Vec<u8>, TranscodeError> {
+    object_in(Schema::v1_20(), api_version, kind, json)
+}
+
 /// A PartialObjectMetadata's message: `{metadata}`, from the JSON of an
-/// `ObjectMeta`.
-pub fn partial_message(meta: &[u8]) -> Result<Vec<u8>, TranscodeError> {
-    static OBJECT_META: std::sync::OnceLock<&'static Message> = std::sync::OnceLock::new();
-    let schema = Schema::v1_20();
-    let msg = OBJECT_META.get_or_init(|| {
-        schema
-            .message("apimachinery/pkg/apis/meta/v1.ObjectMeta")
-            .expect("the schema has ObjectMeta")
-    });
+/// `ObjectMeta`, as `schema`'s release writes it (v1.20's has a
+/// clusterName, 15, always written; v1.36's has none).
+pub fn partial_message_in(schema: &Schema, meta: &[u8]) -> Result<Vec<u8>, TranscodeError> {
+    let msg = schema
+        .message("apimachinery/pkg/apis/meta/v1.ObjectMeta")
+        .ok_or_else(|| TranscodeError::NoMessage("ObjectMeta".into()))?;
     let m = transcode::message(schema, msg, meta)?;
     let mut out = Vec::with_capacity(m.len() + 4);
     wire::len_field(&mut out, 1, &m);
     Ok(out)
 }
 
+/// [`partial_message_in`] as v1.20 writes it.
+pub fn partial_message(meta: &[u8]) -> Result<Vec<u8>, TranscodeError> {
+    partial_message_in(Schema::v1_20(), meta)
+}
+
 /// A `Status` as the apiserver writes it for a protobuf client: the
-/// Status message in the serializer's envelope.
+/// Status message in the serializer's envelope. metav1.Status (and its
+/// details and causes) are the same message in every release kubecache
+/// knows (a test below holds v1.20's and v1.36's to it), so an error needs
+/// no codec to be written.
 pub fn status(s: &crate::status::Status) -> Bytes {
     // Every field of a Status has a number in metav1.Status.
     let json = serde_json::to_vec(s).expect("a Status always serializes");
@@ -178,6 +206,42 @@ mod tests {
         ]
         .concat();
         assert_eq!(&b[..], &expect[..]);
+    }
+
+    #[test]
+    fn a_status_is_the_same_message_in_v1_20_and_v1_36() {
+        for name in ["Status", "StatusDetails", "StatusCause", "ListMeta"] {
+            let name = format!("apimachinery/pkg/apis/meta/v1.{name}");
+            // Message types are indices into each schema's own list: only
+            // whether a field is a message is compared.
+            let fields = |s: &'static Schema| {
+                let m = s.message(&name).unwrap();
+                m.fields
+                    .iter()
+                    .map(|f| (f.json, f.number, f.card, format!("{:?}", f.ty)))
+                    .map(|(j, n, c, t)| (j, n, c, t.starts_with("Message")))
+                    .collect::<Vec<_>>()
+            };
+            let (old, new) = (fields(Schema::v1_20()), fields(Schema::v1_36()));
+            assert_eq!(old, new, "{name}");
+        }
+        let s = crate::status::Status::not_found("apps", "deployments", "d");
+        let json = serde_json::to_vec(&s).unwrap();
+        assert_eq!(
+            object_in(Schema::v1_36(), "v1", "Status", &json).unwrap(),
+            &status(&s)[..]
+        );
+    }
+
+    #[test]
+    fn v1_36s_partial_object_metadata_has_no_cluster_name() {
+        let meta = br#"{"name":"a","namespace":"n"}"#;
+        let old = partial_message(meta).unwrap();
+        let new = partial_message_in(Schema::v1_36(), meta).unwrap();
+        // v1.20 writes clusterName (15) empty: `z\0`; v1.36 has no 15.
+        assert!(old.ends_with(b"z\x00"), "{old:?}");
+        assert_eq!(old.len(), new.len() + 2);
+        assert!(!new.windows(2).any(|w| w == b"z\x00"));
     }
 
     #[test]

@@ -1,9 +1,13 @@
-//! The protobuf messages of the v1.20 API's Go types: which JSON key is
-//! which field, and when gogo-protobuf writes a field at all. Read once
-//! from `schema.json`, which `schema.sh` dumps off the Go types by
+//! The protobuf messages of the API's Go types: which JSON key is which
+//! field, and when gogo-protobuf writes a field at all. v1.20's are read
+//! once from `schema.json`, which `schema.sh` dumps off the Go types by
 //! reflection (their `protobuf` and `json` tags, whether each field is a
 //! pointer, and the order they are declared in, which is the order Go's
-//! JSON writes them in).
+//! JSON writes them in); v1.36's from `schema_v1_36.json`, in the same
+//! format, which `schema_v1_36.py` derives from it, the k8s-pb crate's
+//! messages (upstream's `generated.proto`) and the facts it lacks
+//! (`schema_v1_36.facts`). Which one a codec writes with is its
+//! personality's (`Personality::protobuf`).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -19,6 +23,12 @@ pub enum Card {
     Repeated,
     /// A map with string keys: one entry message per key, in key order.
     Map,
+    /// A field added since v1.20 whose Go pointer-ness is not verified
+    /// (`~` in `schema_v1_36.json`): written when present, and an object
+    /// that leaves it out is refused, as whether the apiserver writes its
+    /// zero value is unknown (the object is forwarded, never written
+    /// wrong).
+    Unverified,
 }
 
 /// What a value is written as.
@@ -116,6 +126,11 @@ pub struct Schema {
     pub messages: Vec<Message>,
     /// `apiVersion/kind` → message.
     kinds: HashMap<String, usize>,
+    /// Which of an entry's memo slots the messages made with this schema
+    /// are kept in (see [`Schema::SLOTS`]).
+    slot: usize,
+    /// The release whose Go types these are (`v1.20`).
+    release: &'static str,
 }
 
 #[derive(serde::Deserialize)]
@@ -129,12 +144,41 @@ struct Raw {
 type RawField = (String, u32, String, String, bool);
 
 impl Schema {
+    /// How many schemas kubecache has: an entry keeps one protobuf message
+    /// per schema, so that a codec following another release (the
+    /// upstream upgraded, the entry did not change) never serves a message
+    /// made with the other's.
+    pub const SLOTS: usize = 2;
+
     /// The schema of the v1.20 API, parsed on first use.
     pub fn v1_20() -> &'static Schema {
         static SCHEMA: OnceLock<Schema> = OnceLock::new();
         SCHEMA.get_or_init(|| {
-            Schema::parse(include_str!("schema.json")).expect("schema.json is well-formed")
+            Schema::parse(include_str!("schema.json"), 0, "v1.20")
+                .expect("schema.json is well-formed")
         })
+    }
+
+    /// The schema of the v1.36 API, parsed on first use: the kinds v1.36
+    /// serves by default, with the fields added since v1.20 and without
+    /// the ones removed (ObjectMeta's clusterName).
+    pub fn v1_36() -> &'static Schema {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        SCHEMA.get_or_init(|| {
+            Schema::parse(include_str!("schema_v1_36.json"), 1, "v1.36")
+                .expect("schema_v1_36.json is well-formed")
+        })
+    }
+
+    /// The memo slot of messages made with this schema (below
+    /// [`Schema::SLOTS`]).
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+
+    /// The release whose Go types these are (`v1.20`).
+    pub fn release(&self) -> &'static str {
+        self.release
     }
 
     /// The message of objects of `kind` in `api_version`.
@@ -149,7 +193,7 @@ impl Schema {
         self.messages.iter().find(|m| m.name == name)
     }
 
-    fn parse(text: &str) -> Result<Schema, String> {
+    fn parse(text: &str, slot: usize, release: &'static str) -> Result<Schema, String> {
         let raw: Raw = serde_json::from_str(text).map_err(|e| e.to_string())?;
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
         let mut names: Vec<&String> = raw.messages.keys().collect();
@@ -176,6 +220,7 @@ impl Schema {
                     "?" => Card::Optional,
                     "*" => Card::Repeated,
                     "map" => Card::Map,
+                    "~" => Card::Unverified,
                     c => return Err(format!("{name}.{json}: cardinality {c:?}")),
                 };
                 let ty = match ty.as_str() {
@@ -253,7 +298,12 @@ impl Schema {
                 Ok((k, i))
             })
             .collect::<Result<_, String>>()?;
-        Ok(Schema { messages, kinds })
+        Ok(Schema {
+            messages,
+            kinds,
+            slot,
+            release,
+        })
     }
 }
 
@@ -310,6 +360,51 @@ mod tests {
         assert!(s.kind("apps/v1", "DeploymentList").is_some());
         assert!(s.kind("apiregistration.k8s.io/v1", "APIService").is_some());
         assert!(s.kind("v1", "NoSuchKind").is_none());
+    }
+
+    #[test]
+    fn v1_36s_schema_drops_cluster_name_and_always_writes_a_subresource() {
+        let s = Schema::v1_36();
+        let meta = s
+            .message("apimachinery/pkg/apis/meta/v1.ObjectMeta")
+            .unwrap();
+        assert!(meta.route("clusterName").is_none());
+        assert!(Schema::v1_20()
+            .message("apimachinery/pkg/apis/meta/v1.ObjectMeta")
+            .unwrap()
+            .route("clusterName")
+            .is_some());
+        let managed = s
+            .message("apimachinery/pkg/apis/meta/v1.ManagedFieldsEntry")
+            .unwrap();
+        let sub = managed.fields.iter().find(|f| f.number == 8).unwrap();
+        assert_eq!((sub.json, sub.card), ("subresource", Card::One));
+        // Kinds v1.36 serves that v1.20 did not, and none it stopped serving.
+        assert!(s
+            .kind("autoscaling/v2", "HorizontalPodAutoscaler")
+            .is_some());
+        assert!(s.kind("batch/v1", "CronJob").is_some());
+        assert!(s.kind("extensions/v1beta1", "Ingress").is_none());
+        assert_eq!((s.slot(), Schema::v1_20().slot()), (1, 0));
+    }
+
+    #[test]
+    fn fields_added_since_v1_20_route_and_unverified_ones_are_marked() {
+        let s = Schema::v1_36();
+        let status = s.message("api/core/v1.PodStatus").unwrap();
+        let Some(Route::Field(path)) = status.route("hostIPs") else {
+            panic!("no hostIPs")
+        };
+        let host_ips = &status.fields[path[0] as usize];
+        assert_eq!((host_ips.number, host_ips.card), (16, Card::Repeated));
+        let csr = s
+            .message("api/certificates/v1.CertificateSigningRequestSpec")
+            .unwrap();
+        let exp = csr.fields.iter().find(|f| f.number == 8).unwrap();
+        assert_eq!(
+            (exp.json, exp.card),
+            ("expirationSeconds", Card::Unverified)
+        );
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! it), map entries sorted by key, times as `Timestamp`s.
 //!
 //! A key the schema does not know (an object of a newer apiserver than
-//! v1.20, whose fields a v1.20 message has no number for) fails the object:
-//! written without it, the message would lose data.
+//! the schema's release, whose fields its message has no number for)
+//! fails the object: written without it, the message would lose data. So
+//! does leaving out a field whose pointer-ness the schema has not verified
+//! ([`Card::Unverified`]): whether its zero value is written is unknown.
 
 use super::schema::{Card, Field, Message, Route, Schema, Type, Union};
 use super::wire;
@@ -83,6 +85,14 @@ impl<'s> Acc<'s> {
                 Slot::Inline(acc) => wire::len_field(&mut out, field.number, &acc.finish()?),
                 Slot::Absent if field.card == Card::One => {
                     zero(self.schema, field.ty, field.number, &mut out)?
+                }
+                Slot::Absent if field.card == Card::Unverified => {
+                    return Err(format!(
+                        "{}'s {} is absent, and whether {} writes it then is not verified",
+                        self.msg.name,
+                        field.json,
+                        self.schema.release()
+                    ))
                 }
                 Slot::Absent => {}
             }
@@ -194,7 +204,7 @@ impl<'de> Visitor<'de> for FieldSeed<'_> {
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         let mut out = Vec::new();
         match self.field.card {
-            Card::One | Card::Optional => {
+            Card::One | Card::Optional | Card::Unverified => {
                 let v = ValueSeed {
                     schema: self.schema,
                     ty: self.field.ty,

@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Derives schema_v1_36.json, the protobuf messages of the v1.36 API's Go
+types, in schema.json's format (schema.go documents it), from:
+
+  - schema.json (v1.20's types, dumped by reflection): every field v1.20
+    already had keeps its JSON name, cardinality and omitempty;
+  - the k8s-pb crate (kube-rs's prost bindings of upstream's
+    generated.proto, pinned below, fetched with cargo and sha256-checked):
+    each message's fields, their numbers, proto types, repeated or map,
+    in Go declaration order, and which fields are gone;
+  - schema_v1_36.facts beside this script: what the crate cannot say of a
+    field added since v1.20 (its JSON name as Go's json tag spells it,
+    whether gogo writes it always or only when set, omitempty), the Go
+    names of new messages, the kinds v1.36 serves, and the fields v1.36
+    added after the crate's release, read from the Go sources the file
+    names.
+
+Usage: src/encode/protobuf/schema_v1_36.py [--check]
+(--check: fail if schema_v1_36.json is not what it would write.)
+The crate is kept in ${XDG_CACHE_HOME:-~/.cache}/kubecache-k8s-pb.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CRATE = "k8s-pb"
+VERSION = "0.9.0"  # generated from Kubernetes 1.35.0's generated.proto
+SHA256 = "43b6ba14400b62feaa58ebbbd32ce2d9a4601339b2820af393f68033b9cea620"
+
+# Go types written as something else than a message of the schema (as
+# schema.go's `special` and `unions`).
+SPECIAL = {
+    "apimachinery/pkg/apis/meta/v1.Time": "time",
+    "apimachinery/pkg/apis/meta/v1.MicroTime": "microtime",
+    "apimachinery/pkg/apis/meta/v1.FieldsV1": "raw",
+    "apimachinery/pkg/runtime.RawExtension": "raw",
+    "apimachinery/pkg/api/resource.Quantity": "quantity",
+    "apimachinery/pkg/util/intstr.IntOrString": "intorstr",
+    "apimachinery/pkg/apis/meta/v1.Duration": "unsupported:Duration",
+    "apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON": "raw",
+}
+# A named string slice (a user's `extra` values) is a message of repeated
+# items.
+ITEMS = "ExtraValue"
+UNIONS = {
+    "JSONSchemaPropsOrArray": "orarray",
+    "JSONSchemaPropsOrBool": "orbool",
+    "JSONSchemaPropsOrStringArray": "orstrings",
+}
+SCALARS = {"string": "string", "int32": "int", "int64": "int", "bool": "bool",
+           "double": "double", "bytes": "bytes"}
+
+
+def fail(msg):
+    sys.exit(f"schema_v1_36.py: {msg}")
+
+
+def fetch_crate():
+    """The crate's unpacked source, fetched once by cargo (the ordinary
+    client of its registry) and checked against the pinned sha256."""
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                         os.path.expanduser("~/.cache"), "kubecache-k8s-pb")
+    src = os.path.join(cache, f"{CRATE}-{VERSION}")
+    if os.path.isdir(os.path.join(src, "src")):
+        return src
+    os.makedirs(cache, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "Cargo.toml"), "w") as f:
+            f.write('[package]\nname = "fetch-k8s-pb"\nversion = "0.0.0"\n'
+                    'edition = "2021"\n\n[lib]\npath = "lib.rs"\n\n'
+                    f'[dependencies]\n{CRATE} = "={VERSION}"\n')
+        open(os.path.join(tmp, "lib.rs"), "w").close()
+        subprocess.run(["cargo", "fetch", "--quiet"], cwd=tmp, check=True)
+        meta = json.loads(subprocess.run(
+            ["cargo", "metadata", "--format-version", "1", "--offline"],
+            cwd=tmp, check=True, capture_output=True, text=True).stdout)
+    pkg = next(p for p in meta["packages"]
+               if p["name"] == CRATE and p["version"] == VERSION)
+    # …/registry/src/<index>/k8s-pb-0.9.0/Cargo.toml → …/registry/cache/<index>/k8s-pb-0.9.0.crate
+    unpacked = os.path.dirname(pkg["manifest_path"])
+    index = os.path.basename(os.path.dirname(unpacked))
+    registry = os.path.dirname(os.path.dirname(os.path.dirname(unpacked)))
+    archive = os.path.join(registry, "cache", index, f"{CRATE}-{VERSION}.crate")
+    with open(archive, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != SHA256:
+        fail(f"{archive}: sha256 {digest}, want {SHA256}")
+    tmp = src + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(archive) as t:
+        for m in t.getmembers():
+            if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in m.name:
+                fail(f"{archive}: unexpected member {m.name}")
+        t.extractall(tmp)
+    os.rename(os.path.join(tmp, f"{CRATE}-{VERSION}"), src)
+    os.rmdir(tmp)
+    return src
+
+
+# --- The crate's messages -------------------------------------------------
+
+TOP = {"apiextensions_apiserver": "apiextensions-apiserver",
+       "kube_aggregator": "kube-aggregator"}
+
+
+def parse_crate(root):
+    """{package.Struct: [(rust name, number, label, type)]} in declaration
+    order, and {(apiVersion, kind): package.Struct} of its Resource impls.
+    label: optional, repeated or map; type: a proto scalar or a
+    package.Struct (prost's CamelCase of the Go name)."""
+    messages, kinds = {}, {}
+    for dirpath, _, files in sorted(os.walk(os.path.join(root, "src"))):
+        if "mod.rs" not in files:
+            continue
+        rel = os.path.relpath(dirpath, os.path.join(root, "src")).split(os.sep)
+        pkg = [TOP.get(rel[0], rel[0])] + rel[1:]
+        text = open(os.path.join(dirpath, "mod.rs")).read()
+
+        def resolve(ty):
+            parts = ty.strip().rstrip(",").split("::")
+            cur = list(pkg)
+            while parts[0] == "super":
+                cur, parts = cur[:-1], parts[1:]
+            return "/".join(cur + [TOP.get(p, p) for p in parts[:-1]]) + "." + parts[-1]
+
+        for m in re.finditer(r"pub struct (\w+) \{(\}|.*?\n\})", text, re.S):
+            name, body = m.group(1), m.group(2)
+            body = " ".join(line.strip() for line in body.split("\n")
+                            if not line.strip().startswith("///"))
+            fields = []
+            for fm in re.finditer(r"#\[prost\(([^)]*)\)\]\s*pub (?:r#)?(\w+):\s*([^#]*?),?\s*(?=#\[prost|\}$|$)", body):
+                attr, rname, rty = fm.groups()
+                rty = re.sub(r"\s+", "", rty).rstrip(",")
+                number = int(re.search(r'tag = "(\d+)"', attr).group(1))
+                if attr.startswith("btree_map"):
+                    value = re.search(r'btree_map = "string, (\w+)"', attr).group(1)
+                    if value == "message":
+                        value = resolve(re.search(r"BTreeMap<::prost::alloc::string::String,(.*)>$", rty).group(1))
+                    fields.append((rname, number, "map", value))
+                    continue
+                words = [w.strip() for w in attr.split(",")]
+                kind = words[0].split("=")[0].strip()
+                label = "repeated" if "repeated" in words else "optional"
+                if kind == "message":
+                    inner = re.sub(r"^(::core::option::Option|::prost::alloc::vec::Vec)<", "", rty)
+                    inner = re.sub(r"^::prost::alloc::boxed::Box<", "", inner).rstrip(">")
+                    kind = resolve(inner)
+                elif kind not in SCALARS:
+                    fail(f"{name}.{rname}: proto type {kind}")
+                fields.append((rname, number, label, kind))
+            messages["/".join(pkg) + "." + name] = fields
+        for r in re.finditer(r"impl crate::Resource for (\w+) \{(.*?)\n\}", text, re.S):
+            av = re.search(r'API_VERSION: &\'static str = "([^"]*)"', r.group(2)).group(1)
+            kind = re.search(r'KIND: &\'static str = "([^"]*)"', r.group(2)).group(1)
+            kinds[(av, kind)] = "/".join(pkg) + "." + r.group(1)
+    return messages, kinds
+
+
+def same(json_name, rname):
+    """Whether prost's snake-cased field name is the JSON name's: the proto
+    name is the JSON name but for case in all but a few fields (uID, $schema,
+    x-kubernetes-…)."""
+    return json_name.lower().lstrip("$").replace("-", "") == rname.replace("_", "")
+
+
+# --- The facts ------------------------------------------------------------
+
+def parse_facts(path):
+    """schema_v1_36.facts: see its header."""
+    facts = {"messages": {}, "kinds": {}, "sources": [], "served": []}
+    cur = None
+    for n, line in enumerate(open(path), 1):
+        line = line.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        where = f"{os.path.basename(path)}:{n}"
+        words = line.split()
+        if words[0] == "source":
+            facts["sources"].append(" ".join(words[1:]))
+        elif words[0] == "served":
+            facts["served"] = words[1].split(",")
+        elif words[0] == "kind":
+            facts["kinds"][words[1]] = words[2]
+        elif words[0] == "message":
+            name = words[1]
+            cur = {"like": None, "typemeta": False, "new": False, "fields": {},
+                   "where": where}
+            rest = words[2:]
+            while rest:
+                if rest[0] == "like":
+                    cur["like"], rest = rest[1], rest[2:]
+                elif rest[0] in ("typemeta", "new"):
+                    cur[rest[0]], rest = True, rest[1:]
+                else:
+                    fail(f"{where}: {rest[0]}?")
+            if name in facts["messages"]:
+                fail(f"{where}: {name} twice")
+            facts["messages"][name] = cur
+        else:
+            if cur is None:
+                fail(f"{where}: a field before any message")
+            number, json_name, card, omit = words[:4]
+            if card not in ("1", "?", "*", "map", "~") or omit not in ("omitempty", "-"):
+                fail(f"{where}: {line.strip()!r}")
+            opts = dict(w.split("=", 1) for w in words[4:])
+            if set(opts) - {"type", "proto"}:
+                fail(f"{where}: {line.strip()!r}")
+            cur["fields"][int(number)] = {
+                "json": json_name, "card": card, "omitempty": omit == "omitempty",
+                "type": opts.get("type"), "proto": opts.get("proto"), "where": where}
+    return facts
+
+
+# --- The schema -----------------------------------------------------------
+
+def build(crate, crate_kinds, v120, facts):
+    """schema_v1_36.json's {kinds, messages}."""
+    old_ci = {k.lower(): k for k in v120["messages"]}
+    fact_ci = {k.lower(): k for k in facts["messages"]}
+    crate_ci = {k.lower(): k for k in crate}
+    # The Go name of each crate struct (prost CamelCases it: HostIp):
+    # v1.20's, else the facts'.
+    go_name = {c: old_ci.get(c.lower()) or fact_ci.get(c.lower()) for c in crate}
+    for name, m in facts["messages"].items():
+        if m["new"] == (name.lower() in crate_ci):
+            fail(f"{m['where']}: {name} is {'' if m['new'] else 'not '}in the crate")
+
+    def type_of(ty, where):
+        """The schema type of the crate's proto type `ty`."""
+        if ty in SCALARS:
+            return SCALARS[ty]
+        full = go_name.get(ty) or ty
+        for special, t in SPECIAL.items():
+            if full.lower() == special.lower():
+                return t
+        short = full.rsplit(".", 1)[1]
+        if short.lower() == ITEMS.lower():
+            return "items"
+        for union, t in UNIONS.items():
+            if short.lower() == union.lower():
+                return f"{t}:{full.rsplit('.', 1)[0]}.JSONSchemaProps"
+        if not go_name.get(ty):
+            fail(f"{where}: no Go name for the crate's {ty} (add a `message` to the facts)")
+        return go_name[ty]
+
+    def is_message(t):
+        return "/" in t and ":" not in t
+
+    def derived_card(label, ty):
+        return {"repeated": "*", "map": "map"}.get(label) or ("?" if ty == "bytes" else None)
+
+    def message(name):
+        """The schema entry of the Go struct `name`."""
+        old = v120["messages"].get(old_ci.get(name.lower(), ""))
+        fact = facts["messages"].get(name) or {
+            "like": None, "typemeta": False, "new": False, "fields": {}, "where": name}
+        like = None
+        if fact["like"]:
+            like = v120["messages"].get(fact["like"])
+            if like is None:
+                fail(f"{fact['where']}: no {fact['like']} in schema.json")
+        if old is None and like is None and not fact["fields"] and not fact["typemeta"]:
+            fail(f"{name}: a message new since v1.20 with no facts")
+        base = old if old is not None else like
+        out = [f for f in base if f[1] == 0] if base is not None else []
+        if base is None and fact["typemeta"]:
+            out += [["kind", 0, "-", "", False], ["apiVersion", 0, "-", "", False]]
+        crate_fields = [] if fact["new"] else crate[crate_ci[name.lower()]]
+        numbers = {f[1] for f in crate_fields}
+        for n, f in fact["fields"].items():
+            if (n in numbers) == bool(f["type"]):
+                fail(f"{f['where']}: field {n} is {'' if f['type'] else 'not '}in the crate")
+        for rname, number, label, ty in crate_fields:
+            where = f"{name}.{rname} ({number})"
+            derived = derived_card(label, ty)
+            prev = next((f for f in (base or []) if f[1] == number), None)
+            if prev is not None and old is None and not same(prev[0], rname):
+                prev = None  # `like`'s field of that number is another one
+            f = fact["fields"].get(number)
+            if f is not None:
+                if f["proto"] != rname if f["proto"] else not same(f["json"], rname):
+                    fail(f"{f['where']}: {f['json']} is not the crate's {rname}")
+                if derived and f["card"] != derived or not derived and f["card"] not in ("1", "?", "~"):
+                    fail(f"{f['where']}: {f['card']} for a {label} {ty}")
+                out.append([f["json"], number, f["card"], type_of(ty, where), f["omitempty"]])
+            elif prev is not None:
+                json_name, card, t = prev[0], prev[2], prev[3]
+                if derived and card != derived:
+                    fail(f"{where}: v1.20's {card} for a {label} {ty}")
+                if json_name and not same(json_name, rname):
+                    fail(f"{where}: v1.20 names it {json_name}")
+                if is_message(t):
+                    # The crate's: a message renamed since v1.20 (Handler).
+                    t = type_of(ty, where)
+                    if not is_message(t):
+                        fail(f"{where}: v1.20's {prev[3]}, the crate's {ty}")
+                elif ty in SCALARS and SCALARS[ty] != t:
+                    # Else v1.20's: a special type, a union, or a named
+                    # slice the crate calls a message (Verbs).
+                    fail(f"{where}: v1.20's {t}, the crate's {ty}")
+                out.append([json_name, number, card, t, prev[4]])
+            else:
+                fail(f"{where}: a field added since v1.20 with no facts")
+        # Fields the crate lacks, in the order the facts give them.
+        for number, f in fact["fields"].items():
+            if f["type"]:
+                out.append([f["json"], number, f["card"], f["type"], f["omitempty"]])
+        return out
+
+    for (av, kind), c in crate_kinds.items():
+        m = facts["kinds"].get(f"{av}/{kind}")
+        if m and go_name.get(c) and go_name[c] != m:
+            fail(f"{av}/{kind}: the crate's {c} is {go_name[c]}, not {m}")
+    messages = {}
+    todo = list(facts["kinds"].values())
+    while todo:
+        name = todo.pop()
+        if name in messages:
+            continue
+        entry = message(name)
+        messages[name] = entry
+        for f in entry:
+            t = f[3].split(":", 1)[1] if ":" in f[3] and not f[3].startswith("unsupported:") else f[3]
+            if is_message(t):
+                todo.append(t)
+    return {"kinds": dict(sorted(facts["kinds"].items())),
+            "messages": dict(sorted(messages.items()))}
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    root = fetch_crate()
+    crate, crate_kinds = parse_crate(root)
+    v120 = json.load(open(os.path.join(HERE, "schema.json")))
+    facts = parse_facts(os.path.join(HERE, "schema_v1_36.facts"))
+    # Kinds: v1.20's in the group versions v1.36 serves, and the facts'.
+    kinds = {k: m for k, m in v120["kinds"].items()
+             if k.rsplit("/", 1)[0] in facts["served"]}
+    for k, m in facts["kinds"].items():
+        if m == "-":
+            kinds.pop(k)
+        else:
+            kinds[k] = m
+    facts["kinds"] = kinds
+    schema = build(crate, crate_kinds, v120, facts)
+    text = json.dumps(schema, separators=(",", ":")) + "\n"
+    path = os.path.join(HERE, "schema_v1_36.json")
+    if check:
+        if open(path).read() != text:
+            fail(f"{path} is not what the facts and the crate make: rerun without --check")
+        return
+    with open(path + ".new", "w") as f:
+        f.write(text)
+    os.rename(path + ".new", path)
+
+
+if __name__ == "__main__":
+    main()
