@@ -107,10 +107,17 @@ impl ServeState {
                 k.version
             ),
         };
-        if p.printers().is_some() {
-            line
-        } else {
-            format!("{line}; Tables forwarded (kubecache prints v1.20's and v1.36's)")
+        match (p.printers().is_some(), p.protobuf().is_some()) {
+            (true, true) => line,
+            (false, false) => format!(
+                "{line}; Tables and protobuf forwarded (kubecache writes v1.20's and v1.36's)"
+            ),
+            (false, true) => {
+                format!("{line}; Tables forwarded (kubecache prints v1.20's and v1.36's)")
+            }
+            (true, false) => {
+                format!("{line}; protobuf forwarded (kubecache writes v1.20's and v1.36's)")
+            }
         }
     }
 
