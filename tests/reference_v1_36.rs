@@ -3,9 +3,12 @@
 //! answered for the same objects (`../shared/reference/apiserver-v1.36`:
 //! the input lists in `lists/TYPE.json.gz`, read at one resourceVersion):
 //! a streaming list (`sendInitialEvents=true`) of a namespace's configmaps
-//! served from the cache — the same ADDED events and initial-events-end
-//! bookmark, byte for byte — and a walk of its pages (`limit=2`), their
-//! continue tokens included.
+//! served from the cache, in JSON and in protobuf — the same ADDED events
+//! and initial-events-end bookmark, byte for byte; a walk of its pages
+//! (`limit=2`), their continue tokens included; the Table (ages aside) and
+//! the metadata-only list of every recorded type; the recorded refusals;
+//! and the simulator's discovery as v1.36. (Protobuf lists:
+//! `reference_v1_36_protobuf.rs`.)
 
 mod common;
 
@@ -79,6 +82,57 @@ async fn a_streaming_list_from_the_cache_is_v1_36s_byte_for_byte() {
         assert_eq!(g, w, "event {i}");
     }
     assert!(want[want.len() - 1].contains(r#""k8s.io/initial-events-end":"true""#));
+}
+
+/// A protobuf watch stream's frames: each a 4-byte big-endian length and
+/// a `WatchEvent` message.
+fn frames(mut b: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while b.len() >= 4 {
+        let n = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        out.push(b[4..4 + n].to_vec());
+        b = &b[4 + n..];
+    }
+    assert!(b.is_empty(), "a torn frame");
+    out
+}
+
+#[tokio::test]
+async fn a_protobuf_streaming_list_from_the_cache_is_v1_36s_byte_for_byte() {
+    // Recorded just after the JSON one, when a write elsewhere had moved
+    // the apiserver's cache to 2251 (its end bookmark says so): the same
+    // configmaps at that version.
+    let (codec, store) = configmaps();
+    let snap = store.current();
+    let items: Vec<_> = snap.items.iter().cloned().collect();
+    store.replace(items, 2251);
+    let spec = WatchSpec {
+        start: Start::InitialEvents,
+        selection: Selection {
+            namespace: Some("ref-2".into()),
+            ..Default::default()
+        },
+        repr: Repr::Protobuf(None),
+        bookmarks: true,
+        timeout: Duration::from_millis(200),
+        schedule: Schedule::Timer,
+    };
+    let resp = watch::serve(Arc::new(store), codec, spec, "v1/configmaps".into());
+    let got = resp.into_body().collect().await.unwrap().to_bytes();
+    let (got, want) = (
+        frames(&got),
+        frames(&reference("watch/watchlist-configmaps.protobuf.gz")),
+    );
+    assert!(want.len() > 100, "{} events recorded", want.len());
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            g == w,
+            "event {i}: {:?} != {:?}",
+            String::from_utf8_lossy(g),
+            String::from_utf8_lossy(w)
+        );
+    }
 }
 
 #[test]
