@@ -634,6 +634,37 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_types_table_printer_follows_the_upstreams_release() {
+        use crate::encode::personality::{Personality, Printers};
+        let upstream = UpstreamConfig::new("http://127.0.0.1:1").unwrap();
+        let cache = Cache::new(
+            &upstream,
+            HistoryLimits::default(),
+            ReflectorConfig::default(),
+            CacheLimits::default(),
+            EdgeConfig::default(),
+            FreshnessConfig::default(),
+        )
+        .unwrap();
+        let pods = ResourceType {
+            gvr: GroupVersionResource::new("", "v1", "pods"),
+            kind: "Pod".into(),
+            namespaced: true,
+            verbs: vec!["list".into(), "watch".into()],
+        };
+        let tc = cache.type_cache(&pods);
+        let printers = |tc: &TypeCache| cache.table_printer(tc).map(|p| p.printers());
+        assert_eq!(printers(&tc), Some(Printers::V1_20));
+        tc.follow(Personality::NEWEST);
+        assert_eq!(printers(&tc), Some(Printers::V1_36));
+        // A release between them: the upstream prints its Tables.
+        tc.follow(Personality::of(1, 30).0);
+        assert_eq!(printers(&tc), None);
+        tc.follow(Personality::V1_20);
+        assert_eq!(printers(&tc), Some(Printers::V1_20));
+    }
+
     fn clock_nanos() -> u128 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

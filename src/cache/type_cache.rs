@@ -29,6 +29,9 @@ pub struct TypeCache {
     condition_since: std::sync::Mutex<std::time::Instant>,
     /// Configured to be cached from the start: readiness waits for it.
     eager: std::sync::atomic::AtomicBool,
+    /// A built-in type's Table printer (or that it has none), found once
+    /// for each release's printers: v1.20's, v1.36's.
+    builtin_printers: [std::sync::OnceLock<Option<Arc<Printer>>>; 2],
     /// A custom resource's Table printer, kept while its CRD is unchanged.
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
     /// Finished list bodies of the newest snapshot.
@@ -138,6 +141,7 @@ impl TypeCache {
             condition: std::sync::Mutex::new(Condition::Starting),
             condition_since: std::sync::Mutex::new(std::time::Instant::now()),
             eager: Default::default(),
+            builtin_printers: Default::default(),
             custom_printer: Default::default(),
             bodies: BodyCache::new(budget.clone()),
             pieces: Arc::new(Pieces::new(budget)),
@@ -275,13 +279,17 @@ impl TypeCache {
     /// A built-in type's Table printer as its codec's personality prints
     /// (or that it has none).
     pub(super) fn builtin_printer(&self) -> Option<Arc<Printer>> {
+        use crate::encode::personality::Printers;
+        // Found once per release's printers, not per request: a Table
+        // read would otherwise take the printers' global lock.
+        let personality = self.codec().personality;
+        let slot = match personality.printers()? {
+            Printers::V1_20 => &self.builtin_printers[0],
+            Printers::V1_36 => &self.builtin_printers[1],
+        };
         let gvr = &self.rt.gvr;
-        Printer::builtin(
-            self.codec().personality,
-            &gvr.group,
-            &gvr.version,
-            &gvr.resource,
-        )
+        slot.get_or_init(|| Printer::builtin(personality, &gvr.group, &gvr.version, &gvr.resource))
+            .clone()
     }
 
     /// The slot of a custom resource's Table printer.
