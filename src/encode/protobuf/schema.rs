@@ -193,7 +193,7 @@ impl Schema {
         self.messages.iter().find(|m| m.name == name)
     }
 
-    fn parse(text: &str, slot: usize, release: &'static str) -> Result<Schema, String> {
+    pub(super) fn parse(text: &str, slot: usize, release: &'static str) -> Result<Schema, String> {
         let raw: Raw = serde_json::from_str(text).map_err(|e| e.to_string())?;
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
         let mut names: Vec<&String> = raw.messages.keys().collect();
@@ -389,7 +389,7 @@ mod tests {
     }
 
     #[test]
-    fn fields_added_since_v1_20_route_and_unverified_ones_are_marked() {
+    fn fields_added_since_v1_20_route_and_carry_their_go_form() {
         let s = Schema::v1_36();
         let status = s.message("api/core/v1.PodStatus").unwrap();
         let Some(Route::Field(path)) = status.route("hostIPs") else {
@@ -397,14 +397,50 @@ mod tests {
         };
         let host_ips = &status.fields[path[0] as usize];
         assert_eq!((host_ips.number, host_ips.card), (16, Card::Repeated));
+        // Every field schema_v1_36.facts once marked `~` is read from its
+        // Go type now: a CSR's expirationSeconds is a pointer.
         let csr = s
             .message("api/certificates/v1.CertificateSigningRequestSpec")
             .unwrap();
         let exp = csr.fields.iter().find(|f| f.number == 8).unwrap();
         assert_eq!(
-            (exp.json, exp.card),
-            ("expirationSeconds", Card::Unverified)
+            (exp.json, exp.card, exp.omitempty),
+            ("expirationSeconds", Card::Optional, true)
         );
+        assert!(s
+            .messages
+            .iter()
+            .all(|m| m.fields.iter().all(|f| f.card != Card::Unverified)));
+        // A CRD schema's rules are keyed as its json tag spells them.
+        let props = s
+            .message("apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaProps")
+            .unwrap();
+        let Some(Route::Field(path)) = props.route("x-kubernetes-validations") else {
+            panic!("no x-kubernetes-validations")
+        };
+        assert_eq!(props.fields[path[0] as usize].number, 44);
+        assert!(props.route("xKubernetesValidations").is_none());
+        // DeviceConfiguration is inlined (3) in an allocation's config:
+        // its opaque (1) is the config's own key.
+        let config = s
+            .message("api/resource/v1.DeviceAllocationConfiguration")
+            .unwrap();
+        let Some(Route::Field(path)) = config.route("opaque") else {
+            panic!("no opaque")
+        };
+        assert_eq!(config.fields[path[0] as usize].number, 3);
+        assert_eq!(path.len(), 2);
+        // v1.36 serves MutatingAdmissionPolicy at admissionregistration/v1.
+        let map = s
+            .kind("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy")
+            .unwrap();
+        assert_eq!(
+            map.name,
+            "api/admissionregistration/v1.MutatingAdmissionPolicy"
+        );
+        assert!(Schema::v1_20()
+            .kind("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy")
+            .is_none());
     }
 
     #[test]

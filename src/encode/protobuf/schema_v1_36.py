@@ -208,6 +208,8 @@ def parse_facts(path):
             if cur is None:
                 fail(f"{where}: a field before any message")
             number, json_name, card, omit = words[:4]
+            if json_name == '""':
+                json_name = ""  # an inlined struct's (Go's `json:",inline"`)
             if card not in ("1", "?", "*", "map", "~") or omit not in ("omitempty", "-"):
                 fail(f"{where}: {line.strip()!r}")
             opts = dict(w.split("=", 1) for w in words[4:])
