@@ -5,7 +5,6 @@
 //! named for what changed and answered from the release that changed it;
 //! an upstream newer than kubecache knows gets the newest personality.
 
-use super::protobuf::Schema;
 use std::fmt;
 
 /// A kube-apiserver minor release, as kubecache writes its representations.
@@ -92,10 +91,11 @@ impl Personality {
     /// clusterName (1.25), and only v1.20's and v1.36's messages are
     /// checked: their protobuf is the upstream's to write (`None`: it is
     /// forwarded), as a custom resource's is.
-    pub fn protobuf(self) -> Option<&'static Schema> {
+    /// (`protobuf::Schema::of` reads them.)
+    pub fn protobuf(self) -> Option<Messages> {
         match self.minor {
-            m if m <= 20 => Some(Schema::v1_20()),
-            m if m >= 36 => Some(Schema::v1_36()),
+            m if m <= 20 => Some(Messages::V1_20),
+            m if m >= 36 => Some(Messages::V1_36),
             _ => None,
         }
     }
@@ -116,6 +116,13 @@ impl fmt::Display for Personality {
 /// The printers a Table is printed with (`Personality::printers`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
+    V1_20,
+    V1_36,
+}
+
+/// The Go types protobuf is written with (`Personality::protobuf`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Messages {
     V1_20,
     V1_36,
 }
@@ -146,14 +153,14 @@ mod tests {
 
     #[test]
     fn protobuf_is_written_as_v1_20_or_v1_36_and_left_to_releases_between() {
-        let release = |p: Personality| p.protobuf().map(Schema::release);
-        assert_eq!(release(Personality::V1_20), Some("v1.20"));
-        assert_eq!(release(Personality::of(1, 19).0), Some("v1.20"));
+        let release = |p: Personality| p.protobuf();
+        assert_eq!(release(Personality::V1_20), Some(Messages::V1_20));
+        assert_eq!(release(Personality::of(1, 19).0), Some(Messages::V1_20));
         for minor in [21, 25, 28, 34, 35] {
             assert_eq!(release(Personality::of(1, minor).0), None, "1.{minor}");
         }
-        assert_eq!(release(Personality::NEWEST), Some("v1.36"));
-        assert_eq!(release(Personality::of(1, 40).0), Some("v1.36"));
+        assert_eq!(release(Personality::NEWEST), Some(Messages::V1_36));
+        assert_eq!(release(Personality::of(1, 40).0), Some(Messages::V1_36));
     }
 
     #[test]

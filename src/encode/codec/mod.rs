@@ -310,7 +310,7 @@ fn protobuf_message(
     api_version: &str,
     kind: &str,
 ) -> Option<(&'static Schema, &'static Message)> {
-    let schema = personality.protobuf()?;
+    let schema = Schema::of(personality.protobuf()?);
     Some((schema, schema.kind(api_version, kind)?))
 }
 
@@ -350,7 +350,7 @@ mod tests {
         let new = old.with_personality(Personality::NEWEST);
         let written_new = new.protobuf_message(&e).unwrap().to_vec();
         let item = &e.item[..];
-        let schema = |p: Personality| p.protobuf().unwrap();
+        let schema = |p: Personality| Schema::of(p.protobuf().unwrap());
         let fresh = |s: &Schema| transcode::message(s, s.kind("v1", "Pod").unwrap(), item);
         assert_eq!(written_old, fresh(schema(Personality::V1_20)).unwrap());
         assert_eq!(written_new, fresh(schema(Personality::NEWEST)).unwrap());

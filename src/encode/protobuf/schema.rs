@@ -177,6 +177,15 @@ impl Schema {
     }
 
     /// The release whose Go types these are (`v1.20`).
+    /// The schema of `messages`' Go types.
+    pub fn of(messages: crate::encode::personality::Messages) -> &'static Schema {
+        use crate::encode::personality::Messages;
+        match messages {
+            Messages::V1_20 => Schema::v1_20(),
+            Messages::V1_36 => Schema::v1_36(),
+        }
+    }
+
     pub fn release(&self) -> &'static str {
         self.release
     }
