@@ -2,7 +2,11 @@
 """Regenerates columns_v1_36.json: Table column definitions as kube-apiserver
 v1.36 serves them, from its answers recorded in
 ../shared/reference/apiserver-v1.36 (lists/TYPE.table.gz, 32 types; see its
-README). Usage, from the repository's root:
+README) and, for printers it was not recorded printing, from
+columns_v1_36_derived.json (made by columns_v1_36_derived.py from
+printers.go and the API's docs at 1.36, each column with its source). A
+recorded type's columns are the recording's. Usage, from the repository's
+root:
 
     src/encode/print/columns_v1_36.py > src/encode/print/columns_v1_36.json
 
@@ -10,10 +14,9 @@ README). Usage, from the repository's root:
 recorded type printed by printers.go; "default" lists the recorded
 resources the default convertor (Name, Created At) serves; "name" and
 "creationTimestamp" are ObjectMeta's descriptions, which the default and
-custom resource convertors use. Types not recorded are left out on
-purpose: their columns' descriptions are the API's docs at v1.36, which
-nothing here shows, so kubecache forwards their Tables to a v1.36
-upstream rather than guess (docs/differences.md).
+custom resource convertors use. Types neither recorded nor derived are
+left out on purpose: kubecache forwards their Tables to a v1.36 upstream
+rather than guess (docs/differences.md).
 """
 import gzip
 import json
@@ -50,6 +53,12 @@ for e in index["entries"]:
     if key == "/v1/pods":
         out["name"] = cols[0]["description"]
         out["creationTimestamp"] = next(c["description"] for c in cols if c["name"] == "Age")
+
+# Derived printers, where the recording has none (it wins where it has).
+derived = json.load(open(os.path.join(HERE, "columns_v1_36_derived.json")))["printed"]
+for key, cols in derived.items():
+    if key not in out["printed"]:
+        out["printed"][key] = [{k: v for k, v in c.items() if k != "source"} for c in cols]
 
 out["default"].sort()
 json.dump(

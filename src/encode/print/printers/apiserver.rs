@@ -20,12 +20,24 @@ pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {
     })
 }
 
+/// v1.36's printers of the flowcontrol.apiserver.k8s.io/v1 types (the only
+/// version it serves): flow schemas print as v1.20 printed them, priority
+/// levels show `nominalConcurrencyShares` where v1.20 showed
+/// `assuredConcurrencyShares` (renamed in v1beta3, kubernetes 1.26).
+pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+    Some(match (group, version, resource) {
+        (FLOWCONTROL, "v1", "flowschemas") => flow_schema,
+        (FLOWCONTROL, "v1", "prioritylevelconfigurations") => priority_level_configuration_v1_36,
+        _ => return None,
+    })
+}
+
 /// `printFlowSchemaList` sorts the flow schemas it is given (a page, not
 /// the whole collection) as `FlowSchemaSequence` does: by matching
 /// precedence, then by name.
 pub fn list_order(group: &str, version: &str, resource: &str) -> Option<fn(&Value) -> i64> {
     match (group, version, resource) {
-        (FLOWCONTROL, "v1beta1", "flowschemas") => {
+        (FLOWCONTROL, "v1beta1" | "v1", "flowschemas") => {
             Some(|f| int(f, &["spec", "matchingPrecedence"]))
         }
         _ => None,
@@ -70,10 +82,20 @@ fn flow_schema(f: &Value, r: &mut RowBuilder) {
 /// `printPriorityLevelConfiguration`: a limited level's shares and, when
 /// it queues, its queuing as integer cells; "<none>" for what it lacks.
 fn priority_level_configuration(p: &Value, r: &mut RowBuilder) {
+    priority_level_with(p, r, "assuredConcurrencyShares")
+}
+
+/// v1.36's: the nominal concurrency shares (a pointer in v1, which the
+/// apiserver defaults; 0 when unset, as its conversion reads it).
+fn priority_level_configuration_v1_36(p: &Value, r: &mut RowBuilder) {
+    priority_level_with(p, r, "nominalConcurrencyShares")
+}
+
+fn priority_level_with(p: &Value, r: &mut RowBuilder, shares: &str) {
     r.str(name(p)).str(s(p, &["spec", "type"]));
     match set(p, &["spec", "limited"]) {
         Some(limited) => {
-            r.int(int(limited, &["assuredConcurrencyShares"]));
+            r.int(int(limited, &[shares]));
             match set(limited, &["limitResponse", "queuing"]) {
                 Some(q) => {
                     r.int(int(q, &["queues"]))
@@ -122,7 +144,8 @@ fn api_service(a: &Value, r: &mut RowBuilder) {
 mod tests {
     //! The cases are objects made on (or made by) a v1.20 kube-apiserver,
     //! with the cells it printed for them.
-    use super::super::test_support::check;
+    use super::super::test_support::{check, check_as, column};
+    use crate::encode::personality::Personality;
     use crate::encode::print::Printer;
     use serde_json::{json, Value};
 
@@ -278,5 +301,78 @@ mod tests {
         )
         .unwrap()
         .headers_always());
+    }
+
+    #[test]
+    fn v1_26_priority_levels_show_nominal_concurrency_shares() {
+        let v1_36 = Personality::NEWEST;
+        let plc = (super::FLOWCONTROL, "v1", "prioritylevelconfigurations");
+        assert_eq!(
+            column(v1_36, plc, 2),
+            ("NominalConcurrencyShares".into(), "string".into())
+        );
+        check_as(
+            v1_36,
+            plc,
+            obj(
+                "workload-low",
+                r#"{"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":100,"lendablePercent":90,"limitResponse":{"type":"Queue","queuing":{"queues":128,"handSize":6,"queueLengthLimit":50}}}},"status":{}}"#,
+            ),
+            r#""cells":["workload-low","Limited",100,128,6,50,"60m"]"#,
+        );
+        check_as(
+            v1_36,
+            plc,
+            obj(
+                "catch-all",
+                r#"{"spec":{"type":"Limited","limited":{"nominalConcurrencyShares":5,"lendablePercent":0,"limitResponse":{"type":"Reject"}}},"status":{}}"#,
+            ),
+            r#""cells":["catch-all","Limited",5,"\u003cnone\u003e","\u003cnone\u003e","\u003cnone\u003e","60m"]"#,
+        );
+        check_as(
+            v1_36,
+            plc,
+            obj(
+                "exempt",
+                r#"{"spec":{"type":"Exempt","exempt":{"nominalConcurrencyShares":0}},"status":{}}"#,
+            ),
+            r#""cells":["exempt","Exempt","\u003cnone\u003e","\u003cnone\u003e","\u003cnone\u003e","\u003cnone\u003e","60m"]"#,
+        );
+    }
+
+    #[test]
+    fn v1_29_flow_schemas_at_flowcontrol_v1_print_and_sort_as_v1beta1_did() {
+        let v1_36 = Personality::NEWEST;
+        let fs = (super::FLOWCONTROL, "v1", "flowschemas");
+        check_as(
+            v1_36,
+            fs,
+            obj(
+                "kube-scheduler",
+                r#"{"spec":{"priorityLevelConfiguration":{"name":"workload-high"},"matchingPrecedence":800,"distinguisherMethod":{"type":"ByNamespace"}},"status":{"conditions":[{"type":"Dangling","status":"False"}]}}"#,
+            ),
+            r#""cells":["kube-scheduler","workload-high",800,"ByNamespace","60m","False"]"#,
+        );
+        let p = Printer::builtin(v1_36, fs.0, fs.1, fs.2).unwrap();
+        let key = p.list_order().unwrap();
+        assert_eq!(key(&json!({"spec": {"matchingPrecedence": 800}})), 800);
+    }
+
+    #[test]
+    fn v1_36_prints_api_services_as_v1_20_did() {
+        let v1_36 = Personality::NEWEST;
+        let gvr = ("apiregistration.k8s.io", "v1", "apiservices");
+        check_as(
+            v1_36,
+            gvr,
+            obj(
+                "v1.metrics.k8s.io",
+                r#"{"spec":{"service":{"namespace":"kube-system","name":"metrics-server","port":443},"group":"metrics.k8s.io","version":"v1"},"status":{"conditions":[{"type":"Available","status":"False","reason":"MissingEndpoints"}]}}"#,
+            ),
+            r#""cells":["v1.metrics.k8s.io","kube-system/metrics-server","False (MissingEndpoints)","60m"]"#,
+        );
+        assert!(Printer::builtin(v1_36, gvr.0, gvr.1, gvr.2)
+            .unwrap()
+            .headers_always());
     }
 }

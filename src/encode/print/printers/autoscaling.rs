@@ -221,6 +221,17 @@ fn annotation_metrics(h: &Value, key: &str, read: fn(&Value) -> Metric) -> Optio
 /// CPU target when there are none; the current metrics from their
 /// annotation, else the current CPU utilization.
 fn hpa_v1(h: &Value, r: &mut RowBuilder) {
+    hpa_v1_as(h, r, false)
+}
+
+/// v1.36's, of autoscaling/v1: its conversion to the internal type reads
+/// the annotations and the CPU target as v1.20's did (the 80% default
+/// included), and the printer names resource targets (kubernetes#122804).
+fn hpa_v1_v1_36(h: &Value, r: &mut RowBuilder) {
+    hpa_v1_as(h, r, true)
+}
+
+fn hpa_v1_as(h: &Value, r: &mut RowBuilder, named: bool) {
     let mut specs = annotation_metrics(h, METRICS, flat_spec_metric).unwrap_or_default();
     if let Some(target) = opt_int(h, &["spec", "targetCPUUtilizationPercentage"]) {
         specs.push(cpu_utilization(target));
@@ -234,7 +245,7 @@ fn hpa_v1(h: &Value, r: &mut RowBuilder) {
                 .map(|current| vec![cpu_utilization(current)])
                 .unwrap_or_default()
         });
-    hpa(h, &specs, &statuses, r);
+    hpa_with(h, &specs, &statuses, r, named);
 }
 
 fn hpa_v2beta1(h: &Value, r: &mut RowBuilder) {
@@ -271,10 +282,12 @@ fn hpa_v2_as(h: &Value, r: &mut RowBuilder, named: bool) {
     hpa_with(h, &specs, &statuses, r, named);
 }
 
-/// v1.36's printers where they differ from v1.20's.
+/// v1.36's printers where they differ from v1.20's: both served versions
+/// name resource targets.
 pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
     match (group, version, resource) {
         ("autoscaling", "v2", "horizontalpodautoscalers") => Some(hpa_v2_v1_36),
+        ("autoscaling", "v1", "horizontalpodautoscalers") => Some(hpa_v1_v1_36),
         _ => None,
     }
 }
@@ -725,7 +738,59 @@ mod tests {
             hpa(memory, json!(null)),
             r#""cells":["h","Deployment/web","memory: \u003cunknown\u003e/200Mi, \u003cunknown\u003e/30","1",4,1,"60m"]"#,
         );
-        // autoscaling/v1 was not recorded from v1.36: its Tables are the upstream's.
-        assert_eq!(column_count_as(Personality::NEWEST, V1), 0);
+        // autoscaling/v1 is printed by the same printer, with the
+        // recorded autoscaling/v2 columns.
+        assert_eq!(column_count_as(Personality::NEWEST, V1), 7);
+    }
+
+    #[test]
+    fn v1_30_autoscaling_v1_names_its_resource_targets_too() {
+        let v1_36 = Personality::NEWEST;
+        let hpa = |annotations: Value, spec: Value, status: Value| {
+            let mut o = json!({"metadata": {"name": "h", "creationTimestamp": "2026-01-01T00:00:00Z",
+                    "annotations": annotations},
+                "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+                    "minReplicas": 1, "maxReplicas": 4},
+                "status": {"currentReplicas": 2, "desiredReplicas": 2}});
+            o["spec"]
+                .as_object_mut()
+                .unwrap()
+                .extend(spec.as_object().unwrap().clone());
+            o["status"]
+                .as_object_mut()
+                .unwrap()
+                .extend(status.as_object().unwrap().clone());
+            o
+        };
+        // The CPU target of its own fields, and its current utilization.
+        check_as(
+            v1_36,
+            V1,
+            hpa(
+                json!({}),
+                json!({"targetCPUUtilizationPercentage": 50}),
+                json!({"currentCPUUtilizationPercentage": 20}),
+            ),
+            r#""cells":["h","Deployment/web","cpu: 20%/50%","1",4,2,"60m"]"#,
+        );
+        // No metric at all: the conversion's default 80% CPU target.
+        check_as(
+            v1_36,
+            V1,
+            hpa(json!({}), json!({}), json!({})),
+            r#""cells":["h","Deployment/web","cpu: \u003cunknown\u003e/80%","1",4,2,"60m"]"#,
+        );
+        // Other metrics from the annotation, the CPU target after them.
+        check_as(
+            v1_36,
+            V1,
+            hpa(
+                json!({"autoscaling.alpha.kubernetes.io/metrics":
+                    "[{\"type\":\"Resource\",\"resource\":{\"name\":\"memory\",\"targetAverageValue\":\"200Mi\"}}]"}),
+                json!({"targetCPUUtilizationPercentage": 50}),
+                json!({}),
+            ),
+            r#""cells":["h","Deployment/web","memory: \u003cunknown\u003e/200Mi, cpu: \u003cunknown\u003e/50%","1",4,2,"60m"]"#,
+        );
     }
 }

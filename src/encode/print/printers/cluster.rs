@@ -377,4 +377,26 @@ mod tests {
         );
         assert!(cells(NODES, n, NOW).contains(r#""Debian","6.1.0","containerd"#));
     }
+
+    #[test]
+    fn v1_36_prints_events_k8s_io_events_with_the_core_printer() {
+        // One printer for both groups: the recorded core columns.
+        let e = json!({
+            "metadata": {"name": "e1"},
+            "regarding": {"kind": "Pod", "name": "p", "fieldPath": "f"},
+            "reason": "Pulled", "note": "pulled ", "type": "Normal",
+            "deprecatedSource": {"host": "n1"},
+            "reportingController": "kubelet", "reportingInstance": "ignored",
+            "deprecatedFirstTimestamp": "2026-01-01T00:00:00Z",
+            "deprecatedLastTimestamp": "2026-01-01T00:59:00Z",
+            "deprecatedCount": 4,
+            "eventTime": "2026-01-01T00:50:00.000000Z",
+        });
+        check_as(
+            Personality::NEWEST,
+            EVENTS_V1,
+            e,
+            r#""cells":["60s","Normal","Pulled","pod/p","f","kubelet, n1","pulled","60m",4,"e1"]"#,
+        );
+    }
 }

@@ -11,6 +11,7 @@ mod apiserver;
 mod autoscaling;
 mod cluster;
 mod core;
+mod dra;
 mod fields;
 mod network;
 mod policy;
@@ -71,6 +72,8 @@ fn row_fn_for(printers: Printers, group: &str, version: &str, resource: &str) ->
             .or_else(|| policy::lookup_v1_36(group, version, resource))
             .or_else(|| autoscaling::lookup_v1_36(group, version, resource))
             .or_else(|| network::lookup_v1_36(group, version, resource))
+            .or_else(|| apiserver::lookup_v1_36(group, version, resource))
+            .or_else(|| dra::lookup_v1_36(group, version, resource))
     };
     if printers == Printers::V1_36 {
         if let Some(f) = v1_36() {

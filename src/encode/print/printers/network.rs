@@ -1,5 +1,5 @@
 //! Ports of printers.go for services, endpoints, endpoint slices,
-//! ingresses and ingress classes.
+//! ingresses and ingress classes, service CIDRs and IP addresses.
 
 use super::fields::{arr, at, created, int, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
@@ -7,12 +7,51 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// v1.36 serves endpoint slices at discovery.k8s.io/v1, printed as
-/// v1beta1's were.
+/// v1beta1's were, and service CIDRs and IP addresses, which v1.20 did not
+/// have. Ingress classes print as v1.20 printed them.
 pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
     match (group, version, resource) {
         ("discovery.k8s.io", "v1", "endpointslices") => Some(endpoint_slice),
+        ("networking.k8s.io", "v1", "servicecidrs") => Some(service_cidr),
+        ("networking.k8s.io", "v1", "ipaddresses") => Some(ip_address),
         _ => None,
     }
+}
+
+/// `printServiceCIDR`: the CIDRs joined with ",".
+fn service_cidr(c: &Value, r: &mut RowBuilder) {
+    r.str(name(c))
+        .str(&strs(c, &["spec", "cidrs"]).join(","))
+        .since_field(created(c));
+}
+
+/// `printIPAddress`: the parent as the lower-cased group resource
+/// (`resource.group`, or the resource alone in the core group), its
+/// namespace if it has one, and its name ("<none>" without a parent).
+/// printers.go appends the age too, though the printer defines no column
+/// for it: its rows have one cell more than its columns, as here.
+fn ip_address(a: &Value, r: &mut RowBuilder) {
+    let parent = match at(a, &["spec", "parentRef"]).filter(|p| !p.is_null()) {
+        Some(p) => {
+            let (group, resource) = (s(p, &["group"]), s(p, &["resource"]));
+            let gr = if group.is_empty() {
+                resource.to_string()
+            } else {
+                format!("{resource}.{group}")
+            };
+            let mut out = crate::go::strings::to_lower(&gr);
+            let namespace = s(p, &["namespace"]);
+            if !namespace.is_empty() {
+                out.push('/');
+                out.push_str(namespace);
+            }
+            out.push('/');
+            out.push_str(s(p, &["name"]));
+            out
+        }
+        None => "<none>".into(),
+    };
+    r.str(name(a)).str(&parent).since_field(created(a));
 }
 
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {
@@ -327,7 +366,8 @@ fn ingress_class(ic: &Value, r: &mut RowBuilder) {
 mod tests {
     //! The cases are objects made on a v1.20 kube-apiserver, with the
     //! cells it printed for them.
-    use super::super::test_support::{cells, column_count};
+    use super::super::test_support::{cells, cells_as, check_as, column_count, column_count_as};
+    use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
     const NOW: &str = "2026-01-01T01:00:00Z";
@@ -603,5 +643,75 @@ mod tests {
         assert!(super::lookup("discovery.k8s.io", "v1", "endpointslices").is_none());
         assert!(super::lookup("networking.k8s.io", "v1", "networkpolicies").is_none());
         assert!(super::lookup("", "v1", "pods").is_none());
+    }
+
+    fn made(name: &str, rest: Value) -> Value {
+        let mut o = rest;
+        o["metadata"] = json!({"name": name, "creationTimestamp": "2026-01-01T00:00:00Z"});
+        o
+    }
+
+    #[test]
+    fn v1_29_service_cidrs_show_their_cidrs() {
+        let v1_36 = Personality::NEWEST;
+        check_as(
+            v1_36,
+            ("networking.k8s.io", "v1", "servicecidrs"),
+            made(
+                "kubernetes",
+                json!({"spec": {"cidrs": ["10.96.0.0/16", "fd00:10:96::/112"]}}),
+            ),
+            r#""cells":["kubernetes","10.96.0.0/16,fd00:10:96::/112","60m"]"#,
+        );
+    }
+
+    #[test]
+    fn v1_27_ip_addresses_show_their_parent_and_an_age_without_a_column() {
+        let v1_36 = Personality::NEWEST;
+        let gvr = ("networking.k8s.io", "v1", "ipaddresses");
+        // Two columns (Name, ParentRef), three cells: printIPAddress
+        // appends the age all the same.
+        assert_eq!(column_count_as(v1_36, gvr), 2);
+        let ip = |parent: Value| made("10.96.0.10", json!({"spec": {"parentRef": parent}}));
+        assert_eq!(
+            cells_as(
+                v1_36,
+                gvr,
+                ip(
+                    json!({"group": "", "resource": "services", "namespace": "kube-system", "name": "kube-dns"})
+                ),
+                NOW
+            ),
+            r#""cells":["10.96.0.10","services/kube-system/kube-dns","60m"]"#
+        );
+        assert_eq!(
+            cells_as(
+                v1_36,
+                gvr,
+                ip(
+                    json!({"group": "Gateway.Networking.k8s.io", "resource": "Gateways", "name": "gw"})
+                ),
+                NOW
+            ),
+            r#""cells":["10.96.0.10","gateways.gateway.networking.k8s.io/gw","60m"]"#
+        );
+        assert_eq!(
+            cells_as(v1_36, gvr, made("10.96.0.11", json!({"spec": {}})), NOW),
+            r#""cells":["10.96.0.11","\u003cnone\u003e","60m"]"#
+        );
+    }
+
+    #[test]
+    fn v1_36_prints_ingress_classes_as_v1_20_did() {
+        check_as(
+            Personality::NEWEST,
+            ("networking.k8s.io", "v1", "ingressclasses"),
+            made(
+                "nginx",
+                json!({"spec": {"controller": "k8s.io/ingress-nginx",
+                    "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "external-lb"}}}),
+            ),
+            r#""cells":["nginx","k8s.io/ingress-nginx","IngressParameters.k8s.example.com/external-lb","60m"]"#,
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Ports of printers.go for persistent volumes and their claims, storage
-//! classes, volume attachments, CSI drivers and CSI nodes.
+//! classes, volume attachments, CSI drivers and CSI nodes, CSI storage
+//! capacities and volume attributes classes.
 
 use super::fields::{arr, at, count, created, flag, name, s, RowFn};
 use crate::encode::print::row::RowBuilder;
@@ -75,11 +76,17 @@ fn volume_mode(v: &Value) -> &str {
 }
 
 /// v1.36's printers where they differ from v1.20's: a VolumeAttributesClass
-/// column after StorageClass (kubernetes 1.29).
+/// column after StorageClass (kubernetes 1.29), CSI drivers' storage
+/// capacity, token requests and republishing (their gates on by default
+/// from 1.21), and the printers of types v1.20 did not serve. Volume
+/// attachments and CSI nodes print as v1.20 printed them.
 pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
     Some(match (group, version, resource) {
         ("", "v1", "persistentvolumes") => persistent_volume_v1_36,
         ("", "v1", "persistentvolumeclaims") => persistent_volume_claim_v1_36,
+        ("storage.k8s.io", "v1", "csidrivers") => csi_driver_v1_36,
+        ("storage.k8s.io", "v1", "csistoragecapacities") => csi_storage_capacity,
+        ("storage.k8s.io", "v1", "volumeattributesclasses") => volume_attributes_class_row,
         _ => return None,
     })
 }
@@ -203,6 +210,52 @@ fn csi_driver(d: &Value, r: &mut RowBuilder) {
         .since_field(created(d));
 }
 
+/// v1.36's `printCSIDriver`: after attach-required and pod-info-on-mount,
+/// storage capacity (false unless set), the token requests' audiences
+/// joined with "," ("<unset>" when there is no list; an empty one joins to
+/// ""), and requires-republish (false unless set).
+fn csi_driver_v1_36(d: &Value, r: &mut RowBuilder) {
+    let attach_required = at(d, &["spec", "attachRequired"])
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let modes: Vec<&str> = arr(d, &["spec", "volumeLifecycleModes"])
+        .iter()
+        .map(|m| m.as_str().unwrap_or(""))
+        .collect();
+    let modes = modes.join(",");
+    let token_requests = match at(d, &["spec", "tokenRequests"]).and_then(Value::as_array) {
+        Some(requests) => requests
+            .iter()
+            .map(|t| s(t, &["audience"]))
+            .collect::<Vec<_>>()
+            .join(","),
+        None => "<unset>".into(),
+    };
+    r.str(name(d))
+        .bool(attach_required)
+        .bool(flag(d, &["spec", "podInfoOnMount"]))
+        .bool(flag(d, &["spec", "storageCapacity"]))
+        .str(&token_requests)
+        .bool(flag(d, &["spec", "requiresRepublish"]))
+        .str(if modes.is_empty() { "<none>" } else { &modes })
+        .since_field(created(d));
+}
+
+/// `printCSIStorageCapacity`: the storage class and the capacity as
+/// `Quantity.String()` writes it ("<unset>" without one); no age.
+fn csi_storage_capacity(c: &Value, r: &mut RowBuilder) {
+    r.str(name(c))
+        .str(s(c, &["storageClassName"]))
+        .str(opt_str(c, &["capacity"]).unwrap_or("<unset>"));
+}
+
+/// `printVolumeAttributesClass`: the driver's name.
+fn volume_attributes_class_row(c: &Value, r: &mut RowBuilder) {
+    r.str(name(c))
+        .str(s(c, &["driverName"]))
+        .since_field(created(c));
+}
+
 fn csi_node(n: &Value, r: &mut RowBuilder) {
     r.str(name(n))
         .int(count(n, &["spec", "drivers"]) as i64)
@@ -213,7 +266,9 @@ fn csi_node(n: &Value, r: &mut RowBuilder) {
 mod tests {
     //! The cases are objects made on a v1.20 kube-apiserver, with the
     //! cells it printed for them.
-    use super::super::test_support::{cells, cells_as, column, column_count, column_count_as};
+    use super::super::test_support::{
+        cells, cells_as, check_as, column, column_count, column_count_as,
+    };
     use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
@@ -480,6 +535,120 @@ mod tests {
         assert_eq!(
             cells_as(v1_36, PVCS, pvc, NOW),
             r#""cells":["c","Bound","a","1Gi","RWO","fast","\u003cunset\u003e","60s","Block"]"#
+        );
+    }
+
+    #[test]
+    fn v1_21_csi_drivers_show_storage_capacity_token_requests_and_republish() {
+        let v1_36 = Personality::NEWEST;
+        let gvr = ("storage.k8s.io", "v1", "csidrivers");
+        let names: Vec<String> = (0..column_count_as(v1_36, gvr))
+            .map(|i| column(v1_36, gvr, i).0)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "AttachRequired",
+                "PodInfoOnMount",
+                "StorageCapacity",
+                "TokenRequests",
+                "RequiresRepublish",
+                "Modes",
+                "Age"
+            ]
+        );
+        let driver = |spec: Value| obj(json!({"name": "d.example.com"}), json!({"spec": spec}));
+        check_as(
+            v1_36,
+            gvr,
+            driver(
+                json!({"attachRequired": false, "podInfoOnMount": true, "storageCapacity": true,
+                "tokenRequests": [{"audience": "a"}, {"audience": "b", "expirationSeconds": 3600}],
+                "requiresRepublish": true, "volumeLifecycleModes": ["Persistent", "Ephemeral"]}),
+            ),
+            r#""cells":["d.example.com",false,true,true,"a,b",true,"Persistent,Ephemeral","60s"]"#,
+        );
+        // Unset: attach required, and no token requests at all.
+        check_as(
+            v1_36,
+            gvr,
+            driver(json!({})),
+            r#""cells":["d.example.com",true,false,false,"\u003cunset\u003e",false,"\u003cnone\u003e","60s"]"#,
+        );
+        // A request without an audience joins as the empty string.
+        assert!(
+            cells_as(v1_36, gvr, driver(json!({"tokenRequests": [{}]})), NOW)
+                .contains(r#"false,"",false"#)
+        );
+    }
+
+    #[test]
+    fn v1_24_csi_storage_capacities_show_their_class_and_capacity() {
+        let v1_36 = Personality::NEWEST;
+        let gvr = ("storage.k8s.io", "v1", "csistoragecapacities");
+        let capacity = |rest: Value| {
+            obj(
+                json!({"name": "csisc-abc", "namespace": "kube-system"}),
+                rest,
+            )
+        };
+        // No age column: the printer has none.
+        check_as(
+            v1_36,
+            gvr,
+            capacity(json!({"storageClassName": "fast", "capacity": "10Gi",
+                "nodeTopology": {"matchLabels": {"zone": "a"}}})),
+            r#""cells":["csisc-abc","fast","10Gi"]"#,
+        );
+        check_as(
+            v1_36,
+            gvr,
+            capacity(json!({"storageClassName": "fast"})),
+            r#""cells":["csisc-abc","fast","\u003cunset\u003e"]"#,
+        );
+        // v1.20 did not print them (storage.k8s.io/v1 came in 1.24).
+        assert_eq!(column_count(gvr), 0);
+    }
+
+    #[test]
+    fn v1_29_volume_attributes_classes_show_their_driver() {
+        let v1_36 = Personality::NEWEST;
+        let gvr = ("storage.k8s.io", "v1", "volumeattributesclasses");
+        check_as(
+            v1_36,
+            gvr,
+            obj(
+                json!({"name": "gold"}),
+                json!({"driverName": "pd.csi.storage.gke.io", "parameters": {"iops": "3000"}}),
+            ),
+            r#""cells":["gold","pd.csi.storage.gke.io","60s"]"#,
+        );
+    }
+
+    #[test]
+    fn v1_36_prints_volume_attachments_and_csi_nodes_as_v1_20_did() {
+        let v1_36 = Personality::NEWEST;
+        let va = ("storage.k8s.io", "v1", "volumeattachments");
+        check_as(
+            v1_36,
+            va,
+            obj(
+                json!({"name": "va"}),
+                json!({"spec": {"attacher": "att.example.com", "nodeName": "node2",
+                    "source": {"persistentVolumeName": "pv2"}}, "status": {"attached": true}}),
+            ),
+            r#""cells":["va","att.example.com","pv2","node2",true,"60s"]"#,
+        );
+        assert_eq!(column(v1_36, va, 1), ("Attacher".into(), "string".into()));
+        check_as(
+            v1_36,
+            ("storage.k8s.io", "v1", "csinodes"),
+            obj(
+                json!({"name": "n"}),
+                json!({"spec": {"drivers": [{"name": "a.example.com", "nodeID": "n1"}]}}),
+            ),
+            r#""cells":["n",1,"60s"]"#,
         );
     }
 }

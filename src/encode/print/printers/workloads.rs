@@ -898,4 +898,26 @@ mod tests {
                 .starts_with(r#""cells":["w","0 * * * *","Europe/Paris","False""#)
         );
     }
+
+    #[test]
+    fn v1_36_prints_replication_controllers_as_v1_20_did() {
+        let mut rc = json!({"metadata": meta(),
+            "spec": {"replicas": 2, "selector": {"b": "2", "a": "1"},
+                "template": {"spec": {"containers": [{"name": "a", "image": "i"}]}}},
+            "status": {"replicas": 2, "readyReplicas": 1}});
+        check_as(
+            Personality::NEWEST,
+            ("", "v1", "replicationcontrollers"),
+            rc.clone(),
+            r#""cells":["w",2,2,1,"60m","a","i","a=1,b=2"]"#,
+        );
+        // No template: no containers (`ptr.Deref`, a nil template's none).
+        rc["spec"].as_object_mut().unwrap().remove("template");
+        check_as(
+            Personality::NEWEST,
+            ("", "v1", "replicationcontrollers"),
+            rc,
+            r#""cells":["w",2,2,1,"60m","","","a=1,b=2"]"#,
+        );
+    }
 }
