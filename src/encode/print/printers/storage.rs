@@ -195,19 +195,7 @@ fn volume_attachment(va: &Value, r: &mut RowBuilder) {
 }
 
 fn csi_driver(d: &Value, r: &mut RowBuilder) {
-    let attach_required = at(d, &["spec", "attachRequired"])
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let modes: Vec<&str> = arr(d, &["spec", "volumeLifecycleModes"])
-        .iter()
-        .map(|m| m.as_str().unwrap_or(""))
-        .collect();
-    let modes = modes.join(",");
-    r.str(name(d))
-        .bool(attach_required)
-        .bool(flag(d, &["spec", "podInfoOnMount"]))
-        .str(if modes.is_empty() { "<none>" } else { &modes })
-        .since_field(created(d));
+    csi_driver_as(d, r, false)
 }
 
 /// v1.36's `printCSIDriver`: after attach-required and pod-info-on-mount,
@@ -215,6 +203,10 @@ fn csi_driver(d: &Value, r: &mut RowBuilder) {
 /// joined with "," ("<unset>" when there is no list; an empty one joins to
 /// ""), and requires-republish (false unless set).
 fn csi_driver_v1_36(d: &Value, r: &mut RowBuilder) {
+    csi_driver_as(d, r, true)
+}
+
+fn csi_driver_as(d: &Value, r: &mut RowBuilder, v1_36: bool) {
     let attach_required = at(d, &["spec", "attachRequired"])
         .and_then(Value::as_bool)
         .unwrap_or(true);
@@ -223,21 +215,23 @@ fn csi_driver_v1_36(d: &Value, r: &mut RowBuilder) {
         .map(|m| m.as_str().unwrap_or(""))
         .collect();
     let modes = modes.join(",");
-    let token_requests = match at(d, &["spec", "tokenRequests"]).and_then(Value::as_array) {
-        Some(requests) => requests
-            .iter()
-            .map(|t| s(t, &["audience"]))
-            .collect::<Vec<_>>()
-            .join(","),
-        None => "<unset>".into(),
-    };
     r.str(name(d))
         .bool(attach_required)
-        .bool(flag(d, &["spec", "podInfoOnMount"]))
-        .bool(flag(d, &["spec", "storageCapacity"]))
-        .str(&token_requests)
-        .bool(flag(d, &["spec", "requiresRepublish"]))
-        .str(if modes.is_empty() { "<none>" } else { &modes })
+        .bool(flag(d, &["spec", "podInfoOnMount"]));
+    if v1_36 {
+        let token_requests = match at(d, &["spec", "tokenRequests"]).and_then(Value::as_array) {
+            Some(requests) => requests
+                .iter()
+                .map(|t| s(t, &["audience"]))
+                .collect::<Vec<_>>()
+                .join(","),
+            None => "<unset>".into(),
+        };
+        r.bool(flag(d, &["spec", "storageCapacity"]))
+            .str(&token_requests)
+            .bool(flag(d, &["spec", "requiresRepublish"]));
+    }
+    r.str(if modes.is_empty() { "<none>" } else { &modes })
         .since_field(created(d));
 }
 
