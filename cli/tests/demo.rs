@@ -99,7 +99,20 @@ async fn the_demos_guide_works_and_says_truly_what_the_cache_answers() {
             // A watch ends at its request timeout, which kubectl reports.
             assert!(ok || (watch && !out.is_empty()), "{args:?}: {err}");
             let (served_after, after) = counts(&url).await;
-            assert_eq!(after, before, "{args:?} went upstream");
+            if after != before {
+                // Why: the consistent reads' reasons (proof_timeout, …).
+                let why: Vec<String> = get(&format!("{url}/metrics"))
+                    .await
+                    .text()
+                    .lines()
+                    .filter(|l| l.starts_with("kubecache_consistent_reads_total{"))
+                    .map(str::to_string)
+                    .collect();
+                panic!(
+                    "{args:?} went upstream {} time(s): {why:#?}",
+                    after - before
+                );
+            }
             assert!(
                 served_after > served,
                 "{args:?} was not answered from the cache"
