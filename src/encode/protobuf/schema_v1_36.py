@@ -22,7 +22,9 @@ pinned in Cargo.lock), whose module v1_N lists the v1.N API's fields as
 its OpenAPI document has them: each message with a struct there has the
 same fields (names compared as `same` does), so a field added or removed
 between releases that the crate of that release or the facts miss fails
-the run (v1.36's known exceptions are listed in OPENAPI_V1_36).
+the run (v1.36's known exceptions are listed in OPENAPI_V1_36); and its
+kinds are the resources v1_N has in the group versions it serves (but
+for KINDS_NOT_IN_OPENAPI and OPENAPI_KINDS_NOT_WRITTEN, alike in all).
 
 Usage: src/encode/protobuf/schema_v1_36.py [--release N] [--check]
 (N: 33, 34, 35 or 36, the default; --check: fail if schema_v1_<N>.json
@@ -408,6 +410,44 @@ OPENAPI_V1_36 = {
 }
 
 
+# Kinds every release's schema has that k8s-openapi has no resource of
+# (not served as resources: reviews, internal and metadata-only objects),
+# and resources of the group versions served that no schema writes.
+KINDS_NOT_IN_OPENAPI = {
+    "apiextensions.k8s.io/v1/ConversionReview", "meta.k8s.io/v1/PartialObjectMetadata",
+    "v1/PodStatusResult", "v1/RangeAllocation", "v1/SerializedReference"}
+OPENAPI_KINDS_NOT_WRITTEN = {
+    "policy/v1/Eviction", "v1/APIGroupList", "v1/APIResourceList",
+    "v1/ComponentStatus", "v1/Status"}
+
+
+def parse_openapi_kinds(root, release):
+    """{apiVersion/kind} of the resources of k8s-openapi's module v1_<release>."""
+    out = set()
+    for dirpath, _, files in os.walk(os.path.join(root, "src", f"v1_{release}")):
+        for f in files:
+            text = open(os.path.join(dirpath, f)).read()
+            for r in re.finditer(r"impl crate::Resource for (\w+) \{(.*?)\n\}", text, re.S):
+                av = re.search(r'API_VERSION: &\'static str = "([^"]*)"', r.group(2)).group(1)
+                kind = re.search(r'KIND: &\'static str = "([^"]*)"', r.group(2)).group(1)
+                out.add(f"{av}/{kind}")
+    return out
+
+
+def check_openapi_kinds(schema, kinds, release):
+    """Fails unless the schema's kinds (but lists, options, watch events
+    and statuses) are k8s-openapi's resources of the group versions it
+    serves, but for the known exceptions."""
+    ours = {k for k in schema["kinds"]
+            if not re.search(r"(Options|WatchEvent|List|Status)$", k)}
+    served = {k.rsplit("/", 1)[0] for k in schema["kinds"]}
+    theirs = {k for k in kinds if k.rsplit("/", 1)[0] in served}
+    if ours - theirs != KINDS_NOT_IN_OPENAPI or theirs - ours != OPENAPI_KINDS_NOT_WRITTEN:
+        fail(f"v1.{release}'s kinds are not k8s-openapi's v1_{release}: "
+             f"{sorted((ours - theirs) ^ KINDS_NOT_IN_OPENAPI)} "
+             f"{sorted((theirs - ours) ^ OPENAPI_KINDS_NOT_WRITTEN)}")
+
+
 def parse_openapi(root, release):
     """{package.Struct: {field}} of k8s-openapi's module v1_<release>."""
     base = os.path.join(root, "src", f"v1_{release}")
@@ -483,7 +523,9 @@ def main():
             kinds[k] = m
     facts["kinds"] = kinds
     schema = build(crate, crate_kinds, v120, facts)
-    check_openapi(schema, parse_openapi(fetch_crate(*OPENAPI), release), release)
+    openapi = fetch_crate(*OPENAPI)
+    check_openapi(schema, parse_openapi(openapi, release), release)
+    check_openapi_kinds(schema, parse_openapi_kinds(openapi, release), release)
     text = json.dumps(schema, separators=(",", ":")) + "\n"
     path = os.path.join(HERE, f"schema_v1_{release}.json")
     if check:
