@@ -6,9 +6,10 @@
 //! serving path writes it from a snapshot; and objects with fields v1.20
 //! lacks (a pod's status.hostIPs, a sidecar's restartPolicy, a job's
 //! status.terminating…) written under v1.36 and read back. Following
-//! v1.33 to v1.35, the same recorded lists (whose objects use no field
+//! v1.32 to v1.35, the same recorded lists (whose objects use no field
 //! newer than 1.35): v1.35 writes them all as v1.36.2 did, v1.33 and v1.34
-//! too but for CRDs, whose status' observedGeneration they lack.
+//! too but for CRDs, whose status' observedGeneration they lack, v1.32
+//! also but for pods, whose status' and conditions' they lack.
 
 use flate2::read::GzDecoder;
 use kubecache::encode::codec::{ListStyle, Store, TypeCodec};
@@ -143,15 +144,17 @@ fn every_recorded_protobuf_list_is_v1_36s_byte_for_byte() {
 }
 
 #[test]
-fn recorded_lists_are_written_under_v1_33_to_v1_35_as_v1_36_2_wrote_them() {
+fn recorded_lists_are_written_under_v1_32_to_v1_35_as_v1_36_2_wrote_them() {
     // The recorded objects carry no field newer than 1.35 (none is
     // refused), so v1.35 writes every list as v1.36.2 did, byte for byte;
     // v1.33 and v1.34 too, but for CRDs: their status and conditions'
     // observedGeneration (1.35) is written by 1.35 and later even at 0,
-    // and v1.34 has no such field (see the next test).
+    // and v1.34 has no such field (see the next test); v1.32 also but
+    // for pods, whose status' and conditions' observedGeneration came in
+    // 1.33.
     let types = recorded_protobuf_lists();
     assert!(types.iter().any(|t| t == "customresourcedefinitions"));
-    for minor in [33, 34, 35] {
+    for minor in [32, 33, 34, 35] {
         let (mut refused, mut differ) = (Vec::new(), Vec::new());
         for t in &types {
             let want = reference(&format!("lists/{t}.protobuf.gz"));
@@ -162,10 +165,10 @@ fn recorded_lists_are_written_under_v1_33_to_v1_35_as_v1_36_2_wrote_them() {
             }
         }
         assert!(refused.is_empty(), "v1.{minor} refuses {refused:?}");
-        let expect: &[&str] = if minor < 35 {
-            &["customresourcedefinitions"]
-        } else {
-            &[]
+        let expect: &[&str] = match minor {
+            32 => &["pods", "customresourcedefinitions"],
+            33 | 34 => &["customresourcedefinitions"],
+            _ => &[],
         };
         assert_eq!(differ, expect, "v1.{minor}");
     }
@@ -198,6 +201,35 @@ fn recorded_crds_are_written_under_v1_34_without_observed_generation() {
         assert_eq!(fields(&old_status, 1).len(), conditions);
         assert_eq!(with_observed_generations(&old_status), new_status);
         assert_eq!(new_status.len(), old_status.len() + 2 + 2 * conditions);
+    }
+}
+
+#[test]
+fn recorded_pods_are_written_under_v1_32_without_observed_generations() {
+    // PodStatus.observedGeneration (17) and PodCondition's (7) are 1.33's:
+    // v1.36.2 wrote them at 0 for these pods, v1.32 has neither, and the
+    // rest is the same: read back, the same object.
+    let list: Value = serde_json::from_slice(&reference("lists/pods.json.gz")).unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert!(!items.is_empty());
+    for item in items {
+        let json = serde_json::to_vec(item).unwrap();
+        let old = protobuf::object_message_in(Schema::v1_32(), "v1", "Pod", &json).unwrap();
+        let new = v1_36("v1", "Pod", item);
+        assert_eq!(at(&old, &[1]), at(&new, &[1]));
+        assert_eq!(at(&old, &[2]), at(&new, &[2]));
+        let (old_status, new_status) = (at(&old, &[3]), at(&new, &[3]));
+        assert!(item["status"].get("observedGeneration").is_none());
+        assert!(fields(&old_status, 17).is_empty());
+        assert_eq!(fields(&new_status, 17), [varint(0)]);
+        let (old_conditions, new_conditions) = (fields(&old_status, 2), fields(&new_status, 2));
+        assert_eq!(old_conditions.len(), new_conditions.len());
+        for (o, n) in old_conditions.iter().zip(&new_conditions) {
+            assert!(fields(o, 7).is_empty());
+            assert_eq!([&o[..], b"\x38\x00"].concat(), *n);
+        }
+        let back = |s, m: &[u8]| protobuf::decode_message_with(s, "v1", "Pod", m).unwrap();
+        assert_eq!(back(Schema::v1_32(), &old), back(Schema::v1_36(), &new));
     }
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Derives schema_v1_<N>.json, the protobuf messages of the Go types of
-the v1.N API (N: 33 to 36), in schema.json's format (schema.go documents
+the v1.N API (N: 32 to 36), in schema.json's format (schema.go documents
 it), from:
 
   - schema.json (v1.20's types, dumped by reflection): every field v1.20
@@ -18,7 +18,7 @@ it), from:
     releases' schemas leave it out.
 
 Every release's schema is checked against k8s-openapi (the workspace's,
-pinned in Cargo.lock), whose module v1_N lists the v1.N API's fields as
+pinned in Cargo.lock, or for v1.32 an older one, OPENAPI), whose module v1_N lists the v1.N API's fields as
 its OpenAPI document has them: each message with a struct there has the
 same fields (names compared as `same` does), so a field added or removed
 between releases that the crate of that release or the facts miss fails
@@ -27,7 +27,7 @@ kinds are the resources v1_N has in the group versions it serves (but
 for KINDS_NOT_IN_OPENAPI and OPENAPI_KINDS_NOT_WRITTEN, alike in all).
 
 Usage: src/encode/protobuf/schema_v1_36.py [--release N] [--check]
-(N: 33, 34, 35 or 36, the default; --check: fail if schema_v1_<N>.json
+(N: 32, 33, 34, 35 or 36, the default; --check: fail if schema_v1_<N>.json
 is not what it would write.)
 The crates are kept in ${XDG_CACHE_HOME:-~/.cache}/kubecache-k8s-pb.
 """
@@ -50,8 +50,11 @@ CRATE = "k8s-pb"
 # it has resource.k8s.io/v1beta2 (new in 1.33) and not resource.k8s.io/v1
 # (1.34), and its messages' fields are k8s-openapi's v1_33 ones. No
 # release of the crate was generated from 1.34: v1.34's messages are
-# 1.35.0's without the fields the facts mark `since=35`.
+# 1.35.0's without the fields the facts mark `since=35`; nor from 1.32
+# (0.6.0 is 1.31's: resource.k8s.io/v1alpha3 only, v1beta1 came in 1.32):
+# v1.32's are 1.33's without the fields marked `since=33`.
 CRATES = {
+    32: ("0.8.0", "b26e28bd22771cbae7baac83b754d5b696385bc9629d0ae7face2dbc382555f9"),
     33: ("0.8.0", "b26e28bd22771cbae7baac83b754d5b696385bc9629d0ae7face2dbc382555f9"),
     34: ("0.9.0", "43b6ba14400b62feaa58ebbbd32ce2d9a4601339b2820af393f68033b9cea620"),
     35: ("0.9.0", "43b6ba14400b62feaa58ebbbd32ce2d9a4601339b2820af393f68033b9cea620"),
@@ -387,8 +390,14 @@ def build(crate, crate_kinds, v120, facts):
 
 # --- The check against k8s-openapi ---------------------------------------
 
-OPENAPI = ("k8s-openapi", "0.29.0",
-           "ab0d13801242174b1f3966907c3f32039f2d6b36c7ce82c61225d66ed5d1eb70")
+# The k8s-openapi each release is checked against: 0.29.0 (the
+# workspace's) has modules v1_33 to v1_37, 0.25.0 v1_30 to v1_33 (its v1_33
+# has the same fields and resources as 0.29.0's).
+OPENAPI_0_29 = ("k8s-openapi", "0.29.0",
+                "ab0d13801242174b1f3966907c3f32039f2d6b36c7ce82c61225d66ed5d1eb70")
+OPENAPI = {32: ("k8s-openapi", "0.25.0",
+                "aa60a41b57ae1a0a071af77dbcf89fc9819cfe66edaf2beeb204c34459dcf0b2"),
+           33: OPENAPI_0_29, 34: OPENAPI_0_29, 35: OPENAPI_0_29, 36: OPENAPI_0_29}
 # JSON names k8s-openapi spells otherwise than `same` expects.
 OPENAPI_NAMES = {"$ref": "ref_path"}
 # Where v1.36's schema is knowingly not k8s-openapi's v1_36 (the facts
@@ -523,7 +532,7 @@ def main():
             kinds[k] = m
     facts["kinds"] = kinds
     schema = build(crate, crate_kinds, v120, facts)
-    openapi = fetch_crate(*OPENAPI)
+    openapi = fetch_crate(*OPENAPI[release])
     check_openapi(schema, parse_openapi(openapi, release), release)
     check_openapi_kinds(schema, parse_openapi_kinds(openapi, release), release)
     text = json.dumps(schema, separators=(",", ":")) + "\n"
