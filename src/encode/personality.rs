@@ -92,7 +92,7 @@ impl Personality {
     /// fields its Go types have, and some new ones are written even when
     /// unset (a pod's `status.observedGeneration`, 1.33; a CRD's, 1.35; a
     /// volume mount status's `volumeStatus`, 1.36), so v1.36's messages
-    /// would add bytes to a v1.34 CRD. v1.32's to v1.35's are each their
+    /// would add bytes to a v1.34 CRD or a v1.32 pod. v1.32's to v1.35's are each their
     /// own, derived as v1.36's are (`schema_v1_36.py --release N`): v1.33's
     /// from the k8s-pb crate generated from 1.33 (0.8.0), v1.32's from it
     /// less the fields the facts date 1.33, v1.34's and v1.35's from the
@@ -102,12 +102,15 @@ impl Personality {
     /// they are derived from. Each serves the kinds its release serves by
     /// default (IP addresses and service CIDRs at networking v1 from 1.33,
     /// resource.k8s.io/v1 and storage's VolumeAttributesClass from 1.34,
-    /// MutatingAdmissionPolicy v1 from 1.36).
+    /// MutatingAdmissionPolicy v1 from 1.36). What neither source gives,
+    /// a field's Go form (pointer or not, omitempty, JSON name), is the
+    /// facts' (read from 1.36-era Go types) in every release: a released
+    /// field's Go type is taken not to have changed since 1.32.
     ///
     /// Releases 1.21 to 1.31 added fields one by one (a pod's
     /// status.hostIPs in 1.28, sidecars' restartPolicy in 1.28, …),
     /// dropped ObjectMeta's clusterName (1.25) and served betas since
-    /// removed (flowcontrol v1beta3 until 1.32), and none of theirs is
+    /// removed (flowcontrol v1beta3, through 1.31), and none of theirs is
     /// checked here: their protobuf is the upstream's to write (`None`: it
     /// is forwarded), as a custom resource's is.
     /// (`protobuf::Schema::of` reads them.)
