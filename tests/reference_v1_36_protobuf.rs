@@ -5,7 +5,11 @@
 //! `TYPE.protobuf.gz`): every recorded type's list, byte for byte, as the
 //! serving path writes it from a snapshot; and objects with fields v1.20
 //! lacks (a pod's status.hostIPs, a sidecar's restartPolicy, a job's
-//! status.terminating…) written under v1.36 and read back.
+//! status.terminating…) written under v1.36 and read back. Following
+//! v1.32 to v1.35, the same recorded lists (whose objects use no field
+//! newer than 1.35): v1.35 writes them all as v1.36.2 did, v1.33 and v1.34
+//! too but for CRDs, whose status' observedGeneration they lack, v1.32
+//! also but for pods, whose status' and conditions' they lack.
 
 use flate2::read::GzDecoder;
 use kubecache::encode::codec::{ListStyle, Store, TypeCodec};
@@ -54,6 +58,11 @@ fn recorded_protobuf_lists() -> Vec<String> {
 
 /// The codec following v1.36 of a recorded list's type.
 fn codec_of(list: &Value) -> TypeCodec {
+    codec_as(list, 36)
+}
+
+/// The codec following v1.`minor` of a recorded list's type.
+fn codec_as(list: &Value, minor: u32) -> TypeCodec {
     let api_version = list["apiVersion"].as_str().unwrap();
     let kind = list["kind"].as_str().unwrap().strip_suffix("List").unwrap();
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
@@ -63,15 +72,24 @@ fn codec_of(list: &Value) -> TypeCodec {
         .iter()
         .any(|i| i["metadata"]["namespace"].is_string());
     TypeCodec::new(group, api_version, kind, namespaced, ListStyle::Typed)
-        .with_personality(Personality::of(1, 36).0)
+        .with_personality(Personality::of(1, minor).0)
 }
 
 /// kubecache's protobuf list of the recorded JSON list of `t`, as the
 /// serving path writes a list from a snapshot.
 fn kubecache_list(t: &str) -> Vec<u8> {
+    kubecache_list_as(t, 36).unwrap_or_else(|| panic!("{t}: an object v1.36 cannot hold"))
+}
+
+/// kubecache's protobuf list of the recorded JSON list of `t` following
+/// v1.`minor`, or `None` if an object of it holds a field (or its kind is
+/// one) that release's messages lack, so the list would be forwarded.
+fn kubecache_list_as(t: &str, minor: u32) -> Option<Vec<u8>> {
     let body = reference(&format!("lists/{t}.json.gz"));
-    let codec = codec_of(&serde_json::from_slice(&body).unwrap());
-    assert!(codec.protobuf_kind(), "{t}: no protobuf under v1.36");
+    let codec = codec_as(&serde_json::from_slice(&body).unwrap(), minor);
+    if !codec.protobuf_kind() {
+        return None;
+    }
     let list = codec.parse_list(&body).unwrap();
     let store = Store::new(HistoryLimits::default());
     store.replace(list.entries, list.rv);
@@ -87,11 +105,10 @@ fn kubecache_list(t: &str) -> Vec<u8> {
     let page = read_page_counted(&snap.items, &req, None);
     let meta = ListMeta::of_page(snap.rv, &page, codec.personality);
     let repr = Repr::Protobuf(None);
-    assert!(
-        repr.holds(&codec, &page.items),
-        "{t}: an object v1.36 cannot hold"
-    );
-    repr.list(&codec, &meta, &page.items).unwrap().to_vec()
+    if !repr.holds(&codec, &page.items) {
+        return None;
+    }
+    Some(repr.list(&codec, &meta, &page.items).unwrap().to_vec())
 }
 
 /// Where two bodies first differ, for a readable failure.
@@ -124,6 +141,136 @@ fn every_recorded_protobuf_list_is_v1_36s_byte_for_byte() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn recorded_lists_are_written_under_v1_32_to_v1_35_as_v1_36_2_wrote_them() {
+    // The recorded objects carry no field newer than 1.35 (none is
+    // refused), so v1.35 writes every list as v1.36.2 did, byte for byte;
+    // v1.33 and v1.34 too, but for CRDs: their status and conditions'
+    // observedGeneration (1.35) is written by 1.35 and later even at 0,
+    // and v1.34 has no such field (see the next test); v1.32 also but
+    // for pods, whose status' and conditions' observedGeneration came in
+    // 1.33.
+    let types = recorded_protobuf_lists();
+    assert!(types.iter().any(|t| t == "customresourcedefinitions"));
+    for minor in [32, 33, 34, 35] {
+        let (mut refused, mut differ) = (Vec::new(), Vec::new());
+        for t in &types {
+            let want = reference(&format!("lists/{t}.protobuf.gz"));
+            match kubecache_list_as(t, minor) {
+                None => refused.push(t.as_str()),
+                Some(got) if got != want => differ.push(t.as_str()),
+                Some(_) => {}
+            }
+        }
+        assert!(refused.is_empty(), "v1.{minor} refuses {refused:?}");
+        let expect: &[&str] = match minor {
+            32 => &["pods", "customresourcedefinitions"],
+            33 | 34 => &["customresourcedefinitions"],
+            _ => &[],
+        };
+        assert_eq!(differ, expect, "v1.{minor}");
+    }
+}
+
+#[test]
+fn recorded_crds_are_written_under_v1_34_without_observed_generation() {
+    // Each recorded CRD under v1.34 is v1.36's message less
+    // CustomResourceDefinitionStatus.observedGeneration (4) and each
+    // CustomResourceDefinitionCondition's (6), the last fields of their
+    // messages, written by 1.35+ as varint 0 (`\x20\x00`, `\x30\x00`).
+    let list: Value =
+        serde_json::from_slice(&reference("lists/customresourcedefinitions.json.gz")).unwrap();
+    let (av, kind) = ("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+    let items = list["items"].as_array().unwrap();
+    assert!(!items.is_empty());
+    for item in items {
+        let json = serde_json::to_vec(item).unwrap();
+        let old = protobuf::object_message_in(Schema::v1_34(), av, kind, &json).unwrap();
+        let new = v1_36(av, kind, item);
+        assert_eq!(
+            protobuf::object_message_in(Schema::v1_33(), av, kind, &json).unwrap(),
+            old
+        );
+        // metadata and spec alike; the status, with the two fields added.
+        assert_eq!(at(&old, &[1]), at(&new, &[1]));
+        assert_eq!(at(&old, &[2]), at(&new, &[2]));
+        let conditions = item["status"]["conditions"].as_array().map_or(0, Vec::len);
+        let (old_status, new_status) = (at(&old, &[3]), at(&new, &[3]));
+        assert_eq!(fields(&old_status, 1).len(), conditions);
+        assert_eq!(with_observed_generations(&old_status), new_status);
+        assert_eq!(new_status.len(), old_status.len() + 2 + 2 * conditions);
+    }
+}
+
+#[test]
+fn recorded_pods_are_written_under_v1_32_without_observed_generations() {
+    // PodStatus.observedGeneration (17) and PodCondition's (7) are 1.33's:
+    // v1.36.2 wrote them at 0 for these pods, v1.32 has neither, and the
+    // rest is the same: read back, the same object.
+    let list: Value = serde_json::from_slice(&reference("lists/pods.json.gz")).unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert!(!items.is_empty());
+    for item in items {
+        let json = serde_json::to_vec(item).unwrap();
+        let old = protobuf::object_message_in(Schema::v1_32(), "v1", "Pod", &json).unwrap();
+        let new = v1_36("v1", "Pod", item);
+        assert_eq!(at(&old, &[1]), at(&new, &[1]));
+        assert_eq!(at(&old, &[2]), at(&new, &[2]));
+        let (old_status, new_status) = (at(&old, &[3]), at(&new, &[3]));
+        assert!(item["status"].get("observedGeneration").is_none());
+        assert!(fields(&old_status, 17).is_empty());
+        assert_eq!(fields(&new_status, 17), [varint(0)]);
+        let (old_conditions, new_conditions) = (fields(&old_status, 2), fields(&new_status, 2));
+        assert_eq!(old_conditions.len(), new_conditions.len());
+        for (o, n) in old_conditions.iter().zip(&new_conditions) {
+            assert!(fields(o, 7).is_empty());
+            assert_eq!([&o[..], b"\x38\x00"].concat(), *n);
+        }
+        let back = |s, m: &[u8]| protobuf::decode_message_with(s, "v1", "Pod", m).unwrap();
+        assert_eq!(back(Schema::v1_32(), &old), back(Schema::v1_36(), &new));
+    }
+}
+
+/// A v1.34 CRD status message as 1.35+ writes it: each condition (1)
+/// ending with observedGeneration 0 (6), the status with its own (4).
+fn with_observed_generations(status: &[u8]) -> Vec<u8> {
+    fn varint(b: &mut &[u8]) -> u64 {
+        let (mut v, mut shift) = (0u64, 0);
+        loop {
+            let byte = b[0];
+            *b = &b[1..];
+            v |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte < 0x80 {
+                return v;
+            }
+        }
+    }
+    fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let (mut b, mut out) = (status, Vec::new());
+    while !b.is_empty() {
+        let tag = varint(&mut b);
+        assert_eq!(tag & 7, 2, "a status field is length-delimited");
+        let len = varint(&mut b) as usize;
+        let mut value = b[..len].to_vec();
+        b = &b[len..];
+        if tag >> 3 == 1 {
+            value.extend_from_slice(b"\x30\x00");
+        }
+        put_varint(&mut out, tag);
+        put_varint(&mut out, value.len() as u64);
+        out.extend_from_slice(&value);
+    }
+    out.extend_from_slice(b"\x20\x00");
+    out
 }
 
 #[test]
@@ -490,6 +637,17 @@ fn a_resource_claim_is_written_under_v1_36_and_read_back_as_it_was() {
     assert!(fields(&device, 4).is_empty());
     assert_eq!(at(&device, &[6, 1]), b"eth1");
     assert_eq!(back, claim);
+    // resource.k8s.io/v1 is GA, so served, from 1.34, whose messages for
+    // it are 1.35.0's (k8s-openapi's v1_34 and v1_35 have the same
+    // fields): v1.34 and v1.35 write it alike; v1.33 serves only its
+    // betas, off by default, so has no message for it.
+    let json = serde_json::to_vec(&claim).unwrap();
+    let (av, kind) = ("resource.k8s.io/v1", "ResourceClaim");
+    for s in [Schema::v1_34(), Schema::v1_35()] {
+        assert_eq!(protobuf::object_message_in(s, av, kind, &json).unwrap(), m);
+    }
+    assert!(Schema::v1_33().kind(av, kind).is_none());
+    assert!(protobuf::object_message_in(Schema::v1_33(), av, kind, &json).is_err());
 }
 
 #[test]

@@ -84,17 +84,43 @@ impl Personality {
     }
 
     /// The Go types protobuf is written with: v1.20's (older releases
-    /// too), or v1.36's for v1.36 and newer (its messages checked against
-    /// v1.36.2's recorded protobuf, `../shared/reference`). Releases
-    /// between them added fields one by one (a pod's status.hostIPs in
-    /// 1.28, sidecars' restartPolicy in 1.28, …) and dropped ObjectMeta's
-    /// clusterName (1.25), and only v1.20's and v1.36's messages are
-    /// checked: their protobuf is the upstream's to write (`None`: it is
-    /// forwarded), as a custom resource's is.
+    /// too), each of v1.32's to v1.35's, or v1.36's for v1.36 and newer
+    /// (its messages checked against v1.36.2's recorded protobuf,
+    /// `../shared/reference`).
+    ///
+    /// One schema cannot write them all: each release writes only the
+    /// fields its Go types have, and some new ones are written even when
+    /// unset (a pod's `status.observedGeneration`, 1.33; a CRD's, 1.35; a
+    /// volume mount status's `volumeStatus`, 1.36), so v1.36's messages
+    /// would add bytes to a v1.34 CRD or a v1.32 pod. v1.32's to v1.35's are each their
+    /// own, derived as v1.36's are (`schema_v1_36.py --release N`): v1.33's
+    /// from the k8s-pb crate generated from 1.33 (0.8.0), v1.32's from it
+    /// less the fields the facts date 1.33, v1.34's and v1.35's from the
+    /// one generated from 1.35.0 (0.9.0) less the fields dated later;
+    /// every release's fields and kinds are checked against k8s-openapi's
+    /// module of that release, and v1.33's are the same whichever crate
+    /// they are derived from. Each serves the kinds its release serves by
+    /// default (IP addresses and service CIDRs at networking v1 from 1.33,
+    /// resource.k8s.io/v1 and storage's VolumeAttributesClass from 1.34,
+    /// MutatingAdmissionPolicy v1 from 1.36). What neither source gives,
+    /// a field's Go form (pointer or not, omitempty, JSON name), is the
+    /// facts' (read from 1.36-era Go types) in every release: a released
+    /// field's Go type is taken not to have changed since 1.32.
+    ///
+    /// Releases 1.21 to 1.31 added fields one by one (a pod's
+    /// status.hostIPs in 1.28, sidecars' restartPolicy in 1.28, …),
+    /// dropped ObjectMeta's clusterName (1.25) and served betas since
+    /// removed (flowcontrol v1beta3, through 1.31), and none of theirs is
+    /// checked here: their protobuf is the upstream's to write (`None`: it
+    /// is forwarded), as a custom resource's is.
     /// (`protobuf::Schema::of` reads them.)
     pub fn protobuf(self) -> Option<Messages> {
         match self.minor {
             m if m <= 20 => Some(Messages::V1_20),
+            32 => Some(Messages::V1_32),
+            33 => Some(Messages::V1_33),
+            34 => Some(Messages::V1_34),
+            35 => Some(Messages::V1_35),
             m if m >= 36 => Some(Messages::V1_36),
             _ => None,
         }
@@ -124,6 +150,10 @@ pub enum Printers {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Messages {
     V1_20,
+    V1_32,
+    V1_33,
+    V1_34,
+    V1_35,
     V1_36,
 }
 
@@ -152,13 +182,17 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_is_written_as_v1_20_or_v1_36_and_left_to_releases_between() {
+    fn protobuf_is_written_as_v1_20_or_v1_32_to_v1_36_and_left_to_releases_between() {
         let release = |p: Personality| p.protobuf();
         assert_eq!(release(Personality::V1_20), Some(Messages::V1_20));
         assert_eq!(release(Personality::of(1, 19).0), Some(Messages::V1_20));
-        for minor in [21, 25, 28, 34, 35] {
+        for minor in [21, 25, 28, 30, 31] {
             assert_eq!(release(Personality::of(1, minor).0), None, "1.{minor}");
         }
+        assert_eq!(release(Personality::of(1, 32).0), Some(Messages::V1_32));
+        assert_eq!(release(Personality::of(1, 33).0), Some(Messages::V1_33));
+        assert_eq!(release(Personality::of(1, 34).0), Some(Messages::V1_34));
+        assert_eq!(release(Personality::of(1, 35).0), Some(Messages::V1_35));
         assert_eq!(release(Personality::NEWEST), Some(Messages::V1_36));
         assert_eq!(release(Personality::of(1, 40).0), Some(Messages::V1_36));
     }

@@ -110,13 +110,13 @@ impl ServeState {
         match (p.printers().is_some(), p.protobuf().is_some()) {
             (true, true) => line,
             (false, false) => format!(
-                "{line}; Tables and protobuf forwarded (kubecache writes v1.20's and v1.36's)"
+                "{line}; Tables and protobuf forwarded (kubecache writes v1.20's and v1.32's to v1.36's)"
             ),
             (false, true) => {
                 format!("{line}; Tables forwarded (kubecache prints v1.20's and v1.36's)")
             }
             (true, false) => {
-                format!("{line}; protobuf forwarded (kubecache writes v1.20's and v1.36's)")
+                format!("{line}; protobuf forwarded (kubecache writes v1.20's and v1.32's to v1.36's)")
             }
         }
     }

@@ -361,6 +361,16 @@ mod tests {
         // Each kept beside the entry: asked again, the same slices.
         assert_eq!(old.protobuf_message(&e).unwrap(), &written_old[..]);
         assert_eq!(new.protobuf_message(&e).unwrap(), &written_new[..]);
+        // v1.34 writes this pod as v1.36 does (it has no field 1.35 or
+        // 1.36 added), v1.32 without status.observedGeneration (1.33): each
+        // from its own slot of the same entry.
+        let at = |minor| old.with_personality(Personality::of(1, minor).0);
+        let written_34 = at(34).protobuf_message(&e).unwrap().to_vec();
+        let written_32 = at(32).protobuf_message(&e).unwrap().to_vec();
+        assert_eq!(written_34, written_new);
+        assert_eq!(written_32.len() + 3, written_new.len());
+        assert_eq!(at(32).protobuf_message(&e).unwrap(), &written_32[..]);
+        assert_eq!(new.protobuf_message(&e).unwrap(), &written_new[..]);
         // A release whose protobuf kubecache leaves to the upstream.
         let between = old.with_personality(Personality::of(1, 30).0);
         assert!(!between.protobuf_kind() && between.protobuf_message(&e).is_none());

@@ -289,4 +289,179 @@ mod tests {
             );
         }
     }
+
+    /// The schemas of v1.32 to v1.36, oldest first.
+    fn releases() -> [&'static Schema; 5] {
+        [
+            Schema::v1_32(),
+            Schema::v1_33(),
+            Schema::v1_34(),
+            Schema::v1_35(),
+            Schema::v1_36(),
+        ]
+    }
+
+    #[test]
+    fn each_release_serves_the_kinds_it_serves_by_default() {
+        let has = |s: &Schema, av: &str, k: &str| s.kind(av, k).is_some();
+        for (i, s) in releases().into_iter().enumerate() {
+            let minor = 32 + i;
+            assert_eq!(s.release(), format!("v1.{minor}"));
+            // In every one: the kinds all serve.
+            for (av, k) in [
+                ("v1", "Pod"),
+                ("apps/v1", "Deployment"),
+                (
+                    "admissionregistration.k8s.io/v1",
+                    "ValidatingAdmissionPolicy",
+                ),
+                ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+            ] {
+                assert!(has(s, av, k), "v1.{minor} {av}/{k}");
+            }
+            // IP addresses and service CIDRs are GA at networking v1 in
+            // 1.33 (v1beta1 before, off by default).
+            assert_eq!(has(s, "networking.k8s.io/v1", "ServiceCIDR"), minor >= 33);
+            assert_eq!(has(s, "networking.k8s.io/v1", "IPAddressList"), minor >= 33);
+            assert!(!has(s, "networking.k8s.io/v1beta1", "ServiceCIDR"));
+            // resource.k8s.io/v1 and storage's VolumeAttributesClass are
+            // GA, so served, from 1.34 (1.33 has only betas, off by
+            // default); MutatingAdmissionPolicy v1 from 1.36.
+            let ga_1_34 = minor >= 34;
+            assert_eq!(has(s, "resource.k8s.io/v1", "ResourceClaim"), ga_1_34);
+            assert_eq!(has(s, "resource.k8s.io/v1", "DeviceClassList"), ga_1_34);
+            assert_eq!(
+                has(s, "storage.k8s.io/v1", "VolumeAttributesClass"),
+                ga_1_34
+            );
+            assert_eq!(
+                has(
+                    s,
+                    "admissionregistration.k8s.io/v1",
+                    "MutatingAdmissionPolicy"
+                ),
+                minor >= 36
+            );
+            // No beta of them is served by default in any.
+            assert!(!has(s, "resource.k8s.io/v1beta1", "ResourceClaim"));
+            assert!(!has(s, "resource.k8s.io/v1beta2", "ResourceClaim"));
+            assert!(!has(s, "storage.k8s.io/v1beta1", "VolumeAttributesClass"));
+        }
+        // And each release's own slot, so that an entry keeps one message
+        // per release.
+        let mut slots: Vec<usize> = releases().iter().map(|s| s.slot()).collect();
+        slots.push(Schema::v1_20().slot());
+        slots.sort_unstable();
+        assert_eq!(slots, (0..Schema::SLOTS).collect::<Vec<_>>());
+    }
+
+    /// The field numbers of a message of `schema`.
+    fn numbers(schema: &Schema, message: &str) -> Vec<u32> {
+        let m = schema.message(message).unwrap();
+        m.fields.iter().map(|f| f.number).collect()
+    }
+
+    #[test]
+    fn a_release_has_the_fields_of_its_own_and_older_releases_only() {
+        // (message, field number, the release that added it)
+        let added = [
+            ("api/core/v1.PodStatus", 17, 33),        // observedGeneration
+            ("api/core/v1.PodCondition", 7, 33),      // observedGeneration
+            ("api/apps/v1.DeploymentStatus", 9, 33),  // terminatingReplicas
+            ("api/core/v1.PodSpec", 41, 34),          // hostnameOverride
+            ("api/core/v1.PodStatus", 18, 34),        // extendedResourceClaimStatus
+            ("api/core/v1.Container", 25, 34),        // restartPolicyRules
+            ("api/core/v1.EnvVarSource", 5, 34),      // fileKeyRef
+            ("api/core/v1.VolumeProjection", 6, 34),  // podCertificate
+            ("api/core/v1.PodSpec", 42, 35),          // workloadRef
+            ("api/core/v1.PodStatus", 19, 35),        // allocatedResources
+            ("api/core/v1.NodeStatus", 14, 35),       // declaredFeatures
+            ("api/storage/v1.CSIDriverSpec", 10, 35), // serviceAccountTokenInSecrets
+            (
+                "apiextensions-apiserver/pkg/apis/apiextensions/v1.CustomResourceDefinitionStatus",
+                4,
+                35,
+            ), // observedGeneration
+            ("api/core/v1.VolumeMountStatus", 5, 36), // volumeStatus
+        ];
+        for (message, number, since) in added {
+            for (i, s) in releases().into_iter().enumerate() {
+                let minor = 32 + i;
+                assert_eq!(
+                    numbers(s, message).contains(&number),
+                    minor >= since,
+                    "v1.{minor} {message} {number}"
+                );
+            }
+        }
+        // Older fields are in all: ObjectMeta as v1.36 has it (no
+        // clusterName, 15), a pod's status.resize (14, 1.27).
+        for s in releases() {
+            let meta = numbers(s, "apimachinery/pkg/apis/meta/v1.ObjectMeta");
+            assert!(!meta.contains(&15), "{}", s.release());
+            assert!(numbers(s, "api/core/v1.PodStatus").contains(&14));
+        }
+    }
+
+    #[test]
+    fn a_field_newer_than_the_release_is_refused_not_dropped() {
+        let pod = br#"{"metadata":{"name":"p","namespace":"n"},"spec":{"hostnameOverride":"h","containers":[{"name":"c","image":"i"}]}}"#;
+        assert!(object_message_in(Schema::v1_33(), "v1", "Pod", pod).is_err());
+        let m = object_message_in(Schema::v1_34(), "v1", "Pod", pod).unwrap();
+        assert_eq!(
+            m,
+            object_message_in(Schema::v1_36(), "v1", "Pod", pod).unwrap()
+        );
+        // A CRD's status.observedGeneration (1.35) likewise.
+        let crd = br#"{"metadata":{"name":"ws.example.com"},"spec":{"group":"example.com","names":{"plural":"ws","kind":"W"},"scope":"Namespaced","versions":[]},"status":{"observedGeneration":2}}"#;
+        let (av, kind) = ("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+        assert!(object_message_in(Schema::v1_34(), av, kind, crd).is_err());
+        assert!(object_message_in(Schema::v1_35(), av, kind, crd).is_ok());
+    }
+
+    #[test]
+    fn a_pod_is_written_without_observed_generations_before_v1_33() {
+        // 1.33 added PodStatus.observedGeneration (17) and
+        // PodCondition.observedGeneration (7), int64s gogo writes even
+        // when 0: v1.32's pod has neither (`\x88\x01\x00`, `\x38\x00`)
+        // and reads back the same.
+        let pod = br#"{"metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#;
+        let old = object_message_in(Schema::v1_32(), "v1", "Pod", pod).unwrap();
+        let new = object_message_in(Schema::v1_33(), "v1", "Pod", pod).unwrap();
+        // The status (3) is the last field: it ends with its own (17),
+        // and its condition, after its message (6, empty), with 7.
+        assert!(new.ends_with(b"r\x00\x88\x01\x00") && old.ends_with(b"r\x00"));
+        let has = |m: &[u8], b: &[u8]| m.windows(b.len()).any(|w| w == b);
+        assert!(has(&new, b"True\x1a\x00\x22\x00\x2a\x00\x32\x00\x38\x00"));
+        assert!(has(&old, b"True\x1a\x00\x22\x00\x2a\x00\x32\x00\x1a"));
+        assert_eq!(old.len() + 5, new.len());
+        let back = |s, m| decode::decode_message_with(s, "v1", "Pod", m).unwrap();
+        assert_eq!(back(Schema::v1_32(), &old), back(Schema::v1_33(), &new));
+        // With the field set, v1.32 refuses it (it would be forwarded).
+        let set = br#"{"metadata":{"name":"p","namespace":"n"},"spec":{"containers":[]},"status":{"observedGeneration":1}}"#;
+        assert!(object_message_in(Schema::v1_32(), "v1", "Pod", set).is_err());
+        assert!(object_message_in(Schema::v1_33(), "v1", "Pod", set).is_ok());
+    }
+
+    #[test]
+    fn a_crd_is_written_without_observed_generation_before_v1_35() {
+        // 1.35 added CustomResourceDefinitionStatus.observedGeneration
+        // (4), an int64 that gogo writes even when 0 (v1.36.2 recorded
+        // writing it): v1.34 and older have no such field, so a CRD whose
+        // JSON leaves it out (omitempty, 0) is two bytes shorter.
+        let crd = br#"{"metadata":{"name":"ws.example.com"},"spec":{"group":"example.com","names":{"plural":"ws","kind":"W"},"scope":"Namespaced","versions":[]},"status":{"acceptedNames":{"plural":"ws","kind":"W"}}}"#;
+        let (av, kind) = ("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+        let written: Vec<Vec<u8>> = releases()
+            .iter()
+            .map(|s| object_message_in(s, av, kind, crd).unwrap())
+            .collect();
+        // v1.32 to v1.34 alike, v1.35 and v1.36 alike.
+        assert_eq!(written[0], written[2]);
+        assert_eq!(written[1], written[2]);
+        assert_eq!(written[3], written[4]);
+        assert_eq!(written[2].len() + 2, written[3].len());
+        // The status (3) ends with field 4 = 0 from 1.35 on.
+        assert!(written[3].ends_with(b"\x20\x00"));
+        assert!(!written[2].ends_with(b"\x20\x00"));
+    }
 }

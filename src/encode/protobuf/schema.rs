@@ -148,7 +148,7 @@ impl Schema {
     /// per schema, so that a codec following another release (the
     /// upstream upgraded, the entry did not change) never serves a message
     /// made with the other's.
-    pub const SLOTS: usize = 2;
+    pub const SLOTS: usize = 6;
 
     /// The schema of the v1.20 API, parsed on first use.
     pub fn v1_20() -> &'static Schema {
@@ -170,6 +170,48 @@ impl Schema {
         })
     }
 
+    /// The schema of the v1.32 API, parsed on first use: 1.33's messages
+    /// without the fields 1.33 added (`--release 32`).
+    pub fn v1_32() -> &'static Schema {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        SCHEMA.get_or_init(|| {
+            Schema::parse(include_str!("schema_v1_32.json"), 5, "v1.32")
+                .expect("schema_v1_32.json is well-formed")
+        })
+    }
+
+    /// The schema of the v1.33 API, parsed on first use: v1.36's Go types
+    /// as v1.33 had them (`schema_v1_36.py --release 33`: the k8s-pb
+    /// crate generated from 1.33, without the fields and kinds of 1.34
+    /// and later).
+    pub fn v1_33() -> &'static Schema {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        SCHEMA.get_or_init(|| {
+            Schema::parse(include_str!("schema_v1_33.json"), 2, "v1.33")
+                .expect("schema_v1_33.json is well-formed")
+        })
+    }
+
+    /// The schema of the v1.34 API, parsed on first use: 1.35.0's
+    /// messages without the fields 1.35 added (`--release 34`).
+    pub fn v1_34() -> &'static Schema {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        SCHEMA.get_or_init(|| {
+            Schema::parse(include_str!("schema_v1_34.json"), 3, "v1.34")
+                .expect("schema_v1_34.json is well-formed")
+        })
+    }
+
+    /// The schema of the v1.35 API, parsed on first use: 1.35.0's
+    /// messages, without the fields and kinds 1.36 added (`--release 35`).
+    pub fn v1_35() -> &'static Schema {
+        static SCHEMA: OnceLock<Schema> = OnceLock::new();
+        SCHEMA.get_or_init(|| {
+            Schema::parse(include_str!("schema_v1_35.json"), 4, "v1.35")
+                .expect("schema_v1_35.json is well-formed")
+        })
+    }
+
     /// The memo slot of messages made with this schema (below
     /// [`Schema::SLOTS`]).
     pub fn slot(&self) -> usize {
@@ -182,6 +224,10 @@ impl Schema {
         use crate::encode::personality::Messages;
         match messages {
             Messages::V1_20 => Schema::v1_20(),
+            Messages::V1_32 => Schema::v1_32(),
+            Messages::V1_33 => Schema::v1_33(),
+            Messages::V1_34 => Schema::v1_34(),
+            Messages::V1_35 => Schema::v1_35(),
             Messages::V1_36 => Schema::v1_36(),
         }
     }

@@ -1,23 +1,35 @@
 #!/usr/bin/env python3
-"""Derives schema_v1_36.json, the protobuf messages of the v1.36 API's Go
-types, in schema.json's format (schema.go documents it), from:
+"""Derives schema_v1_<N>.json, the protobuf messages of the Go types of
+the v1.N API (N: 32 to 36), in schema.json's format (schema.go documents
+it), from:
 
   - schema.json (v1.20's types, dumped by reflection): every field v1.20
     already had keeps its JSON name, cardinality and omitempty;
   - the k8s-pb crate (kube-rs's prost bindings of upstream's
-    generated.proto, pinned below, fetched with cargo and sha256-checked):
-    each message's fields, their numbers, proto types, repeated or map,
-    in Go declaration order, and which fields are gone;
+    generated.proto, pinned below per release, fetched with cargo and
+    sha256-checked): each message's fields, their numbers, proto types,
+    repeated or map, in Go declaration order, and which fields are gone;
   - schema_v1_36.facts beside this script: what the crate cannot say of a
     field added since v1.20 (its JSON name as Go's json tag spells it,
     whether gogo writes it always or only when set, omitempty), the Go
     names of new messages, the kinds v1.36 serves, and the fields v1.36
     added after the crate's release, read from the Go sources the file
-    names.
+    names. A fact marked `since=M` is one of v1.M and later: older
+    releases' schemas leave it out.
 
-Usage: src/encode/protobuf/schema_v1_36.py [--check]
-(--check: fail if schema_v1_36.json is not what it would write.)
-The crate is kept in ${XDG_CACHE_HOME:-~/.cache}/kubecache-k8s-pb.
+Every release's schema is checked against k8s-openapi (the workspace's,
+pinned in Cargo.lock, or for v1.32 an older one, OPENAPI), whose module v1_N lists the v1.N API's fields as
+its OpenAPI document has them: each message with a struct there has the
+same fields (names compared as `same` does), so a field added or removed
+between releases that the crate of that release or the facts miss fails
+the run (v1.36's known exceptions are listed in OPENAPI_V1_36); and its
+kinds are the resources v1_N has in the group versions it serves (but
+for KINDS_NOT_IN_OPENAPI and OPENAPI_KINDS_NOT_WRITTEN, alike in all).
+
+Usage: src/encode/protobuf/schema_v1_36.py [--release N] [--check]
+(N: 32, 33, 34, 35 or 36, the default; --check: fail if schema_v1_<N>.json
+is not what it would write.)
+The crates are kept in ${XDG_CACHE_HOME:-~/.cache}/kubecache-k8s-pb.
 """
 
 import hashlib
@@ -32,8 +44,22 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CRATE = "k8s-pb"
-VERSION = "0.9.0"  # generated from Kubernetes 1.35.0's generated.proto
-SHA256 = "43b6ba14400b62feaa58ebbbd32ce2d9a4601339b2820af393f68033b9cea620"
+# The crate each release's messages are read from: (version, sha256 of its
+# .crate). 0.9.0 is generated from Kubernetes 1.35.0's generated.proto;
+# 0.8.0 (the same messages as 0.7.0: only derives differ) from 1.33's:
+# it has resource.k8s.io/v1beta2 (new in 1.33) and not resource.k8s.io/v1
+# (1.34), and its messages' fields are k8s-openapi's v1_33 ones. No
+# release of the crate was generated from 1.34: v1.34's messages are
+# 1.35.0's without the fields the facts mark `since=35`; nor from 1.32
+# (0.6.0 is 1.31's: resource.k8s.io/v1alpha3 only, v1beta1 came in 1.32):
+# v1.32's are 1.33's without the fields marked `since=33`.
+CRATES = {
+    32: ("0.8.0", "b26e28bd22771cbae7baac83b754d5b696385bc9629d0ae7face2dbc382555f9"),
+    33: ("0.8.0", "b26e28bd22771cbae7baac83b754d5b696385bc9629d0ae7face2dbc382555f9"),
+    34: ("0.9.0", "43b6ba14400b62feaa58ebbbd32ce2d9a4601339b2820af393f68033b9cea620"),
+    35: ("0.9.0", "43b6ba14400b62feaa58ebbbd32ce2d9a4601339b2820af393f68033b9cea620"),
+    36: ("0.9.0", "43b6ba14400b62feaa58ebbbd32ce2d9a4601339b2820af393f68033b9cea620"),
+}
 
 # Go types written as something else than a message of the schema (as
 # schema.go's `special` and `unions`).
@@ -63,8 +89,8 @@ def fail(msg):
     sys.exit(f"schema_v1_36.py: {msg}")
 
 
-def fetch_crate():
-    """The crate's unpacked source, fetched once by cargo (the ordinary
+def fetch_crate(CRATE, VERSION, SHA256):
+    """A crate's unpacked source, fetched once by cargo (the ordinary
     client of its registry) and checked against the pinned sha256."""
     cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or
                          os.path.expanduser("~/.cache"), "kubecache-k8s-pb")
@@ -84,7 +110,7 @@ def fetch_crate():
             cwd=tmp, check=True, capture_output=True, text=True).stdout)
     pkg = next(p for p in meta["packages"]
                if p["name"] == CRATE and p["version"] == VERSION)
-    # …/registry/src/<index>/k8s-pb-0.9.0/Cargo.toml → …/registry/cache/<index>/k8s-pb-0.9.0.crate
+    # …/registry/src/<index>/NAME-V/Cargo.toml → …/registry/cache/<index>/NAME-V.crate
     unpacked = os.path.dirname(pkg["manifest_path"])
     index = os.path.basename(os.path.dirname(unpacked))
     registry = os.path.dirname(os.path.dirname(os.path.dirname(unpacked)))
@@ -173,8 +199,19 @@ def same(json_name, rname):
 
 # --- The facts ------------------------------------------------------------
 
-def parse_facts(path):
-    """schema_v1_36.facts: see its header."""
+def since(words, where):
+    """The words but a trailing `since=M`, and M (0 without one)."""
+    if words and words[-1].startswith("since="):
+        m = words[-1].split("=", 1)[1]
+        if not m.isdigit() or int(m) not in CRATES:
+            fail(f"{where}: {words[-1]}?")
+        return words[:-1], int(m)
+    return words, 0
+
+
+def parse_facts(path, release):
+    """schema_v1_36.facts (see its header) as they stand in v1.`release`:
+    a kind or field marked `since=M` for a later M is left out."""
     facts = {"messages": {}, "kinds": {}, "sources": [], "served": []}
     cur = None
     for n, line in enumerate(open(path), 1):
@@ -182,7 +219,17 @@ def parse_facts(path):
         if not line.strip():
             continue
         where = f"{os.path.basename(path)}:{n}"
-        words = line.split()
+        words, added = since(line.split(), where)
+        if words[0] in ("source", "served", "message") and added:
+            fail(f"{where}: since= on a {words[0]}")
+        if added > release:
+            if words[0] != "kind":
+                if cur is None:
+                    fail(f"{where}: a field before any message")
+                # A field of a later release: the crate may have it (1.35.0's
+                # does for v1.34), the release does not.
+                cur["later"].add(int(words[0]))
+            continue
         if words[0] == "source":
             facts["sources"].append(" ".join(words[1:]))
         elif words[0] == "served":
@@ -192,7 +239,7 @@ def parse_facts(path):
         elif words[0] == "message":
             name = words[1]
             cur = {"like": None, "typemeta": False, "new": False, "fields": {},
-                   "where": where}
+                   "later": set(), "where": where}
             rest = words[2:]
             while rest:
                 if rest[0] == "like":
@@ -231,9 +278,6 @@ def build(crate, crate_kinds, v120, facts):
     # The Go name of each crate struct (prost CamelCases it: HostIp):
     # v1.20's, else the facts'.
     go_name = {c: old_ci.get(c.lower()) or fact_ci.get(c.lower()) for c in crate}
-    for name, m in facts["messages"].items():
-        if m["new"] == (name.lower() in crate_ci):
-            fail(f"{m['where']}: {name} is {'' if m['new'] else 'not '}in the crate")
 
     def type_of(ty, where):
         """The schema type of the crate's proto type `ty`."""
@@ -263,7 +307,13 @@ def build(crate, crate_kinds, v120, facts):
         """The schema entry of the Go struct `name`."""
         old = v120["messages"].get(old_ci.get(name.lower(), ""))
         fact = facts["messages"].get(name) or {
-            "like": None, "typemeta": False, "new": False, "fields": {}, "where": name}
+            "like": None, "typemeta": False, "new": False, "fields": {},
+            "later": set(), "where": name}
+        # Only a message reached is checked: the facts of the messages of
+        # kinds a release does not serve (resource.k8s.io/v1 in 1.33) are
+        # not its crate's.
+        if fact["new"] == (name.lower() in crate_ci):
+            fail(f"{fact['where']}: {name} is {'' if fact['new'] else 'not '}in the crate")
         like = None
         if fact["like"]:
             like = v120["messages"].get(fact["like"])
@@ -275,7 +325,8 @@ def build(crate, crate_kinds, v120, facts):
         out = [f for f in base if f[1] == 0] if base is not None else []
         if base is None and fact["typemeta"]:
             out += [["kind", 0, "-", "", False], ["apiVersion", 0, "-", "", False]]
-        crate_fields = [] if fact["new"] else crate[crate_ci[name.lower()]]
+        crate_fields = [] if fact["new"] else [
+            f for f in crate[crate_ci[name.lower()]] if f[1] not in fact["later"]]
         numbers = {f[1] for f in crate_fields}
         for n, f in fact["fields"].items():
             if (n in numbers) == bool(f["type"]):
@@ -337,13 +388,141 @@ def build(crate, crate_kinds, v120, facts):
             "messages": dict(sorted(messages.items()))}
 
 
+# --- The check against k8s-openapi ---------------------------------------
+
+# The k8s-openapi each release is checked against: 0.29.0 (the
+# workspace's) has modules v1_33 to v1_37, 0.25.0 v1_30 to v1_33 (its v1_33
+# has the same fields and resources as 0.29.0's).
+OPENAPI_0_29 = ("k8s-openapi", "0.29.0",
+                "ab0d13801242174b1f3966907c3f32039f2d6b36c7ce82c61225d66ed5d1eb70")
+OPENAPI = {32: ("k8s-openapi", "0.25.0",
+                "aa60a41b57ae1a0a071af77dbcf89fc9819cfe66edaf2beeb204c34459dcf0b2"),
+           33: OPENAPI_0_29, 34: OPENAPI_0_29, 35: OPENAPI_0_29, 36: OPENAPI_0_29}
+# JSON names k8s-openapi spells otherwise than `same` expects.
+OPENAPI_NAMES = {"$ref": "ref_path"}
+# Where v1.36's schema is knowingly not k8s-openapi's v1_36 (the facts
+# were read from Go sources older than 1.36.0's, and an object using a
+# field the schema lacks is refused, so forwarded): (message, field) the
+# schema has and v1_36 has not ("-"), or v1_36 has and the schema has not.
+OPENAPI_V1_36 = {
+    ("api/core/v1.PodSpec", "-workloadRef"),
+    ("api/core/v1.PodSpec", "scheduling_group"),
+    ("api/core/v1.PodStatus", "node_allocatable_resource_claim_statuses"),
+    ("api/core/v1.ResourceHealth", "message"),
+    ("api/resource/v1.Device", "node_allocatable_resource_mappings"),
+    ("api/resource/v1.DeviceAttribute", "bools"),
+    ("api/resource/v1.DeviceAttribute", "ints"),
+    ("api/resource/v1.DeviceAttribute", "strings"),
+    ("api/resource/v1.DeviceAttribute", "versions"),
+    ("api/storage/v1.CSIDriverSpec", "prevent_pod_scheduling_if_missing"),
+    ("apimachinery/pkg/apis/meta/v1.ListMeta", "shard_info"),
+}
+
+
+# Kinds every release's schema has that k8s-openapi has no resource of
+# (not served as resources: reviews, internal and metadata-only objects),
+# and resources of the group versions served that no schema writes.
+KINDS_NOT_IN_OPENAPI = {
+    "apiextensions.k8s.io/v1/ConversionReview", "meta.k8s.io/v1/PartialObjectMetadata",
+    "v1/PodStatusResult", "v1/RangeAllocation", "v1/SerializedReference"}
+OPENAPI_KINDS_NOT_WRITTEN = {
+    "policy/v1/Eviction", "v1/APIGroupList", "v1/APIResourceList",
+    "v1/ComponentStatus", "v1/Status"}
+
+
+def parse_openapi_kinds(root, release):
+    """{apiVersion/kind} of the resources of k8s-openapi's module v1_<release>."""
+    out = set()
+    for dirpath, _, files in os.walk(os.path.join(root, "src", f"v1_{release}")):
+        for f in files:
+            text = open(os.path.join(dirpath, f)).read()
+            for r in re.finditer(r"impl crate::Resource for (\w+) \{(.*?)\n\}", text, re.S):
+                av = re.search(r'API_VERSION: &\'static str = "([^"]*)"', r.group(2)).group(1)
+                kind = re.search(r'KIND: &\'static str = "([^"]*)"', r.group(2)).group(1)
+                out.add(f"{av}/{kind}")
+    return out
+
+
+def check_openapi_kinds(schema, kinds, release):
+    """Fails unless the schema's kinds (but lists, options, watch events
+    and statuses) are k8s-openapi's resources of the group versions it
+    serves, but for the known exceptions."""
+    ours = {k for k in schema["kinds"]
+            if not re.search(r"(Options|WatchEvent|List|Status)$", k)}
+    served = {k.rsplit("/", 1)[0] for k in schema["kinds"]}
+    theirs = {k for k in kinds if k.rsplit("/", 1)[0] in served}
+    if ours - theirs != KINDS_NOT_IN_OPENAPI or theirs - ours != OPENAPI_KINDS_NOT_WRITTEN:
+        fail(f"v1.{release}'s kinds are not k8s-openapi's v1_{release}: "
+             f"{sorted((ours - theirs) ^ KINDS_NOT_IN_OPENAPI)} "
+             f"{sorted((theirs - ours) ^ OPENAPI_KINDS_NOT_WRITTEN)}")
+
+
+def parse_openapi(root, release):
+    """{package.Struct: {field}} of k8s-openapi's module v1_<release>."""
+    base = os.path.join(root, "src", f"v1_{release}")
+    out = {}
+    for dirpath, _, files in sorted(os.walk(base)):
+        rel = os.path.relpath(dirpath, base).split(os.sep)
+        pkg = "/".join([TOP.get(rel[0], rel[0])] + rel[1:])
+        for f in files:
+            if f == "mod.rs" or not f.endswith(".rs"):
+                continue
+            m = re.search(r"^pub struct (\w+) \{(.*?)^\}", open(os.path.join(dirpath, f)).read(), re.S | re.M)
+            if m:
+                out[f"{pkg}.{m.group(1)}"] = set(re.findall(r"^\s*pub (?:r#)?(\w+):", m.group(2), re.M))
+    return out
+
+
+def check_openapi(schema, openapi, release):
+    """Fails unless each message of `schema` that k8s-openapi's v1_<release>
+    has a struct of has its fields."""
+    msgs = schema["messages"]
+
+    def keys(name, skips, depth=0):
+        """Its JSON keys; with `skips`, TypeMeta's too (k8s-openapi has
+        them as fields of a struct that is not a kind's)."""
+        out = []
+        for json_name, number, _, ty, _ in msgs[name]:
+            if number == 0 and not skips:
+                continue
+            if json_name == "" and depth < 8:
+                out += keys(ty, skips, depth + 1)  # an inlined struct's keys
+            else:
+                out.append(json_name)
+        return out
+
+    problems = []
+    for name in msgs:
+        theirs = openapi.get(name)
+        if theirs is None:
+            continue
+        extra = {o for o in keys(name, False) if not any(
+            OPENAPI_NAMES.get(o) == t or same(o, t) for t in theirs)}
+        missing = {t for t in theirs if not any(
+            OPENAPI_NAMES.get(o) == t or same(o, t) for o in keys(name, True))}
+        for what in [(name, "-" + o) for o in extra] + [(name, t) for t in missing]:
+            if release == 36 and what in OPENAPI_V1_36:
+                continue
+            problems.append(what)
+    if problems:
+        fail(f"v1.{release} is not k8s-openapi's v1_{release}: " +
+             ", ".join(f"{m} {f}" for m, f in sorted(problems)))
+
+
 def main():
-    check = "--check" in sys.argv[1:]
-    root = fetch_crate()
+    args = sys.argv[1:]
+    check = "--check" in args
+    release = 36
+    if "--release" in args:
+        i = args.index("--release")
+        if i + 1 >= len(args) or not args[i + 1].isdigit() or int(args[i + 1]) not in CRATES:
+            fail(f"--release takes one of {sorted(CRATES)}")
+        release = int(args[i + 1])
+    root = fetch_crate(CRATE, *CRATES[release])
     crate, crate_kinds = parse_crate(root)
     v120 = json.load(open(os.path.join(HERE, "schema.json")))
-    facts = parse_facts(os.path.join(HERE, "schema_v1_36.facts"))
-    # Kinds: v1.20's in the group versions v1.36 serves, and the facts'.
+    facts = parse_facts(os.path.join(HERE, "schema_v1_36.facts"), release)
+    # Kinds: v1.20's in the group versions served, and the facts'.
     kinds = {k: m for k, m in v120["kinds"].items()
              if k.rsplit("/", 1)[0] in facts["served"]}
     for k, m in facts["kinds"].items():
@@ -353,8 +532,11 @@ def main():
             kinds[k] = m
     facts["kinds"] = kinds
     schema = build(crate, crate_kinds, v120, facts)
+    openapi = fetch_crate(*OPENAPI[release])
+    check_openapi(schema, parse_openapi(openapi, release), release)
+    check_openapi_kinds(schema, parse_openapi_kinds(openapi, release), release)
     text = json.dumps(schema, separators=(",", ":")) + "\n"
-    path = os.path.join(HERE, "schema_v1_36.json")
+    path = os.path.join(HERE, f"schema_v1_{release}.json")
     if check:
         if open(path).read() != text:
             fail(f"{path} is not what the facts and the crate make: rerun without --check")
