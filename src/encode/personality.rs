@@ -51,16 +51,23 @@ impl Personality {
         self.since(34)
     }
 
-    /// Whose printers a Table is printed with: v1.20's, or v1.36's (its
-    /// printers.go and column definitions, recorded in
-    /// `../shared/reference`) for v1.36 and newer. Releases between them
-    /// changed printers one by one (pods' restarts in 1.22, nodes' kernel
-    /// architecture in 1.35, column descriptions from the API's docs in
-    /// many), and only v1.20's and v1.36's are checked: their Tables are
-    /// the upstream's to print (`None`), as older releases' are.
+    /// Whose printers a Table is printed with: v1.20's; v1.35's; or
+    /// v1.36's (its printers.go and column definitions, recorded in
+    /// `../shared/reference`) for v1.36 and newer. v1.35's are v1.36's but
+    /// for the one printer 1.36 changed (a node's kernel version names its
+    /// architecture: kubernetes#132402, in CHANGELOG-1.36's
+    /// v1.36.0-alpha.1), with 1.35's API docs as column descriptions
+    /// (`columns_v1_35.json`, which leaves out the printers whose
+    /// descriptions come from API versions 1.35 does not serve). Releases
+    /// between v1.20 and v1.35 changed printers one by one (pods' restarts
+    /// in 1.22, service accounts' Secrets column and a completed pod's
+    /// failed container's reason after the 1.34 development copy read),
+    /// and are not checked: their Tables are the upstream's to print
+    /// (`None`), as older releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            35 => Some(Printers::V1_35),
             m if m >= 36 => Some(Printers::V1_36),
             _ => None,
         }
@@ -117,6 +124,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_35,
     V1_36,
 }
 
@@ -180,10 +188,11 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_or_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_35_or_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
-        for minor in [21, 22, 33, 34, 35] {
+        assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
+        for minor in [21, 22, 33, 34] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

@@ -6,7 +6,10 @@
 //! `columns_v1_36.py` from its recorded answers and, for printers it was not
 //! recorded printing, from `columns_v1_36_derived.json` (printers.go's
 //! definitions with 1.36's API docs, each column with its source, made and
-//! checked against the recording by `columns_v1_36_derived.py`). Which a
+//! checked against the recording by `columns_v1_36_derived.py`);
+//! `columns_v1_35.json` as v1.35 serves them, regenerated (and checked,
+//! `--check`) by `columns_v1_35.py` from v1.36's columns and 1.35's API
+//! docs, for the printers whose every description 1.35's docs give. Which a
 //! Table is printed with is its codec's personality's to say
 //! (`Personality::printers`).
 
@@ -72,6 +75,10 @@ static V1_20: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
 });
 
+static V1_35: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_35.json")).expect("columns_v1_35.json is valid")
+});
+
 static V1_36: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns_v1_36.json")).expect("columns_v1_36.json is valid")
 });
@@ -79,6 +86,7 @@ static V1_36: LazyLock<File> = LazyLock::new(|| {
 fn file(printers: Printers) -> &'static File {
     match printers {
         Printers::V1_20 => &V1_20,
+        Printers::V1_35 => &V1_35,
         Printers::V1_36 => &V1_36,
     }
 }
@@ -87,6 +95,14 @@ fn file(printers: Printers) -> &'static File {
 /// them, if printers.go has one.
 pub fn printed(printers: Printers, gvr: &str) -> Option<&'static [Column]> {
     file(printers).printed.get(gvr).map(Vec::as_slice)
+}
+
+/// Every resource `printers` has a printer's columns for.
+#[cfg(test)]
+pub fn printed_resources(printers: Printers) -> Vec<&'static str> {
+    let mut out: Vec<_> = file(printers).printed.keys().map(String::as_str).collect();
+    out.sort_unstable();
+    out
 }
 
 /// Whether a built-in resource is served by the default convertor.
@@ -165,6 +181,54 @@ mod tests {
             }
         }
         assert!(!printed.contains_key("/v1/pods"));
+    }
+
+    #[test]
+    fn v1_35_has_v1_36s_columns_for_the_printers_its_docs_describe() {
+        // columns_v1_35.json is v1.36's columns with 1.35's API docs, less
+        // the printers whose descriptions 1.35's docs do not give: each
+        // left out is named in its sources, and none is printed.
+        let file: serde_json::Value =
+            serde_json::from_str(include_str!("columns_v1_35.json")).unwrap();
+        let left_out = file["sources"]["left out"].as_object().unwrap();
+        let (v1_35, v1_36) = (Printers::V1_35, Printers::V1_36);
+        for gvr in printed_resources(v1_36) {
+            let (a, b) = (printed(v1_35, gvr), printed(v1_36, gvr).unwrap());
+            match a {
+                Some(a) => {
+                    assert!(!left_out.contains_key(gvr), "{gvr}");
+                    let shape = |c: &[Column]| {
+                        c.iter()
+                            .map(|c| (c.name.clone(), c.ty.clone(), c.format.clone(), c.priority))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(shape(a), shape(b), "{gvr}");
+                }
+                None => assert!(
+                    left_out.contains_key(gvr),
+                    "{gvr} is neither printed nor left out"
+                ),
+            }
+        }
+        assert!(printed_resources(v1_35).len() >= 40);
+        for gvr in ["/v1/pods", "/v1/nodes", "/v1/services", "batch/v1/jobs"] {
+            assert!(printed(v1_35, gvr).is_some(), "{gvr}");
+        }
+        for gvr in [
+            "apps/v1/deployments",
+            "batch/v1/cronjobs",
+            "discovery.k8s.io/v1/endpointslices",
+        ] {
+            assert!(left_out.contains_key(gvr), "{gvr}");
+        }
+        assert!(is_default(
+            v1_35,
+            "rbac.authorization.k8s.io/v1/clusterroles"
+        ));
+        assert_eq!(
+            meta_description(v1_35, "name"),
+            meta_description(v1_36, "name")
+        );
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {
