@@ -7,9 +7,11 @@
 //! recorded printing, from `columns_v1_36_derived.json` (printers.go's
 //! definitions with 1.36's API docs, each column with its source, made and
 //! checked against the recording by `columns_v1_36_derived.py`);
-//! `columns_v1_35.json` as v1.35 serves them, regenerated (and checked,
-//! `--check`) by `columns_v1_35.py` from v1.36's columns and 1.35's API
-//! docs, for the printers whose every description 1.35's docs give. Which a
+//! `columns_v1_35.json` and `columns_v1_34.json` as v1.35 and v1.34 serve
+//! them, regenerated (and checked, `--check`) by `columns_v1_34_35.py` from
+//! v1.36's columns (v1.34's service accounts' Secrets column restored) and
+//! each release's API docs, for the printers whose every description those
+//! docs give. Which a
 //! Table is printed with is its codec's personality's to say
 //! (`Personality::printers`).
 
@@ -75,6 +77,10 @@ static V1_20: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
 });
 
+static V1_34: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_34.json")).expect("columns_v1_34.json is valid")
+});
+
 static V1_35: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns_v1_35.json")).expect("columns_v1_35.json is valid")
 });
@@ -86,6 +92,7 @@ static V1_36: LazyLock<File> = LazyLock::new(|| {
 fn file(printers: Printers) -> &'static File {
     match printers {
         Printers::V1_20 => &V1_20,
+        Printers::V1_34 => &V1_34,
         Printers::V1_35 => &V1_35,
         Printers::V1_36 => &V1_36,
     }
@@ -229,6 +236,51 @@ mod tests {
             meta_description(v1_35, "name"),
             meta_description(v1_36, "name")
         );
+    }
+
+    #[test]
+    fn v1_34_has_v1_35s_columns_but_service_accounts_secrets_and_its_own_docs() {
+        let file: serde_json::Value =
+            serde_json::from_str(include_str!("columns_v1_34.json")).unwrap();
+        let left_out = file["sources"]["left out"].as_object().unwrap();
+        let (v1_34, v1_35) = (Printers::V1_34, Printers::V1_35);
+        let names = |p, gvr| -> Vec<String> {
+            printed(p, gvr)
+                .unwrap()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        for gvr in printed_resources(v1_35) {
+            match printed(v1_34, gvr) {
+                None => assert!(
+                    left_out.contains_key(gvr),
+                    "{gvr} is neither printed nor left out"
+                ),
+                Some(_) if gvr == "/v1/serviceaccounts" => {
+                    assert_eq!(names(v1_34, gvr), ["Name", "Secrets", "Age"]);
+                    assert_eq!(names(v1_35, gvr), ["Name", "Age"]);
+                }
+                Some(_) => assert_eq!(names(v1_34, gvr), names(v1_35, gvr), "{gvr}"),
+            }
+        }
+        assert_eq!(
+            printed_resources(v1_34).len() + 1,
+            printed_resources(v1_35).len()
+        );
+        assert!(left_out.contains_key("storage.k8s.io/v1/volumeattributesclasses"));
+        let secrets = &printed(v1_34, "/v1/serviceaccounts").unwrap()[1];
+        assert!(secrets
+            .description
+            .starts_with("Secrets is a list of the secrets"));
+        // 1.34's docs, not 1.35's: a resource slice's driver.
+        let driver = |p| {
+            printed(p, "resource.k8s.io/v1/resourceslices").unwrap()[2]
+                .description
+                .clone()
+        };
+        assert_ne!(driver(v1_34), driver(v1_35));
+        assert!(!driver(v1_34).contains("lower case"));
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

@@ -27,10 +27,11 @@ const ROLE_LABEL: &str = "kubernetes.io/role";
 
 /// `printNode`: Ready/NotReady from the last Ready condition (Unknown
 /// without one), SchedulingDisabled when cordoned; roles from labels.
-/// v1.36's printers where they differ from v1.20's and v1.35's: a node's
-/// kernel version with its architecture (kubernetes#132402, listed in
-/// CHANGELOG-1.36 under v1.36.0-alpha.1). v1.35 prints nodes as v1.20 did.
-pub fn lookup_since_v1_35(
+/// v1.36's printers where they differ from v1.20's, v1.34's and v1.35's:
+/// a node's kernel version with its architecture (kubernetes#132402,
+/// listed in CHANGELOG-1.36 under v1.36.0-alpha.1). v1.34 and v1.35 print
+/// nodes as v1.20 did.
+pub fn lookup_since_v1_34(
     printers: Printers,
     group: &str,
     version: &str,

@@ -62,12 +62,13 @@ impl std::fmt::Debug for Printer {
 }
 
 /// The port of printers.go's function for a resource as `printers`
-/// print it: v1.36's where it differs from v1.20's (v1.35's too, but for
-/// the printers 1.36 changed), else v1.20's.
+/// print it: v1.36's where it differs from v1.20's (v1.34's and v1.35's
+/// too, but for the printers changed since, which take the release), else
+/// v1.20's.
 fn row_fn_for(printers: Printers, group: &str, version: &str, resource: &str) -> Option<RowFn> {
-    let since_v1_35 = |printers| {
-        core::lookup_v1_36(group, version, resource)
-            .or_else(|| cluster::lookup_since_v1_35(printers, group, version, resource))
+    let since_v1_34 = |printers| {
+        core::lookup_since_v1_34(printers, group, version, resource)
+            .or_else(|| cluster::lookup_since_v1_34(printers, group, version, resource))
             .or_else(|| workloads::lookup_v1_36(group, version, resource))
             .or_else(|| storage::lookup_v1_36(group, version, resource))
             .or_else(|| policy::lookup_v1_36(group, version, resource))
@@ -77,7 +78,7 @@ fn row_fn_for(printers: Printers, group: &str, version: &str, resource: &str) ->
             .or_else(|| dra::lookup_v1_36(group, version, resource))
     };
     if printers != Printers::V1_20 {
-        if let Some(f) = since_v1_35(printers) {
+        if let Some(f) = since_v1_34(printers) {
             return Some(f);
         }
     }
@@ -101,11 +102,12 @@ type Builtins = HashMap<(Printers, String), Option<Arc<Printer>>>;
 static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 
 /// The id of built-in printers: rows printed as v1.20 prints them, as
-/// v1.35 and as v1.36 do (kept on entries apart). Custom resources'
+/// v1.34, v1.35 and v1.36 do (kept on entries apart). Custom resources'
 /// printers take their CRD's resourceVersion, which is never this large.
 fn builtin_id(printers: Printers) -> u64 {
     match printers {
         Printers::V1_20 => 0,
+        Printers::V1_34 => u64::MAX - 2,
         Printers::V1_35 => u64::MAX - 1,
         Printers::V1_36 => u64::MAX,
     }
@@ -366,8 +368,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn releases_between_v1_20_and_v1_35_leave_their_tables_to_the_upstream() {
-        for minor in [21, 28, 33, 34] {
+    fn releases_between_v1_20_and_v1_34_leave_their_tables_to_the_upstream() {
+        for minor in [21, 28, 33] {
             let p = Personality::of(1, minor).0;
             assert!(Printer::builtin(p, "", "v1", "pods").is_none(), "1.{minor}");
             assert!(Printer::custom(p, 1, &[]).is_none(), "1.{minor}");
@@ -392,10 +394,11 @@ mod tests {
     }
 
     #[test]
-    fn v1_35_and_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
+    fn v1_34_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
         // (v1.20's column file, regenerated from a v1.20 apiserver, also
         // holds printers kubecache has no port of: see below.)
         for (personality, printers) in [
+            (Personality::of(1, 34).0, Printers::V1_34),
             (Personality::of(1, 35).0, Printers::V1_35),
             (Personality::NEWEST, Printers::V1_36),
         ] {
@@ -426,6 +429,26 @@ mod tests {
         assert!(Printer::builtin(Personality::NEWEST, "apps", "v1", "deployments").is_some());
         // The default convertor's types are printed.
         assert!(Printer::builtin(v1_35, "rbac.authorization.k8s.io", "v1", "roles").is_some());
+    }
+
+    #[test]
+    fn v1_34_leaves_volume_attributes_classes_to_the_upstream() {
+        // Their printer named a default class "NAME (default)" before
+        // v1.34.0-beta.0 and not in 1.35's development: which v1.34 did is
+        // not established.
+        let vac = ("storage.k8s.io", "v1", "volumeattributesclasses");
+        assert!(Printer::builtin(Personality::of(1, 34).0, vac.0, vac.1, vac.2).is_none());
+        assert!(Printer::builtin(Personality::of(1, 35).0, vac.0, vac.1, vac.2).is_some());
+        // Jobs' SuccessCriteriaMet status is 1.34's (v1.34.0-beta.0).
+        let job = serde_json::json!({"metadata": {"name": "j"}, "spec": {},
+            "status": {"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}]}});
+        let cells = test_support::cells_as(
+            Personality::of(1, 34).0,
+            ("batch", "v1", "jobs"),
+            job,
+            "2026-01-01T00:00:00Z",
+        );
+        assert!(cells.contains(r#""j","SuccessCriteriaMet""#), "{cells}");
     }
 
     #[test]
