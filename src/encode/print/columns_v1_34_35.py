@@ -13,7 +13,11 @@ recorded from v1.36.2 or derived from printers.go) but for what changed in
 
 - printers.go: the newest copy stored, michaelasp/kubernetes@212194ab, is
   older than v1.35.0: it prints pod certificate requests from
-  certificates/v1alpha1, which 1.35 moved to v1beta1. It is also the copy
+  certificates/v1alpha1, which 1.35 moved to v1beta1 (#134624, merged late
+  October 2025, before 1.35's code freeze), and newer than #124766 (a
+  completed pod's failed container's reason, approved 2025-09-02) and than
+  v1.35.0-alpha.3's StorageVersionMigration v1beta1 (#134784), whose printer
+  it has. It is also the copy
   v1.36's derived columns come from, and the recorded v1.36.2 columns of the
   29 printers it shares have its names, types, formats and priorities. The
   one printer change CHANGELOG-1.36 (kubernetes/kubernetes, v1.36.0-alpha.1,
