@@ -658,9 +658,16 @@ mod tests {
         assert_eq!(printers(&tc), Some(Printers::V1_20));
         tc.follow(Personality::NEWEST);
         assert_eq!(printers(&tc), Some(Printers::V1_36));
+        // v1.35's and v1.34's: their own slots, not v1.36's rows.
+        tc.follow(Personality::of(1, 35).0);
+        assert_eq!(printers(&tc), Some(Printers::V1_35));
+        tc.follow(Personality::of(1, 34).0);
+        assert_eq!(printers(&tc), Some(Printers::V1_34));
         // A release between them: the upstream prints its Tables.
         tc.follow(Personality::of(1, 30).0);
         assert_eq!(printers(&tc), None);
+        tc.follow(Personality::NEWEST);
+        assert_eq!(printers(&tc), Some(Printers::V1_36));
         tc.follow(Personality::V1_20);
         assert_eq!(printers(&tc), Some(Printers::V1_20));
     }

@@ -30,8 +30,8 @@ pub struct TypeCache {
     /// Configured to be cached from the start: readiness waits for it.
     eager: std::sync::atomic::AtomicBool,
     /// A built-in type's Table printer (or that it has none), found once
-    /// for each release's printers: v1.20's, v1.36's.
-    builtin_printers: [std::sync::OnceLock<Option<Arc<Printer>>>; 2],
+    /// for each release's printers: v1.20's, v1.34's, v1.35's, v1.36's.
+    builtin_printers: [std::sync::OnceLock<Option<Arc<Printer>>>; 4],
     /// A custom resource's Table printer, kept while its CRD is unchanged.
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
     /// Finished list bodies of the newest snapshot.
@@ -285,7 +285,9 @@ impl TypeCache {
         let personality = self.codec().personality;
         let slot = match personality.printers()? {
             Printers::V1_20 => &self.builtin_printers[0],
-            Printers::V1_36 => &self.builtin_printers[1],
+            Printers::V1_34 => &self.builtin_printers[1],
+            Printers::V1_35 => &self.builtin_printers[2],
+            Printers::V1_36 => &self.builtin_printers[3],
         };
         let gvr = &self.rt.gvr;
         slot.get_or_init(|| Printer::builtin(personality, &gvr.group, &gvr.version, &gvr.resource))

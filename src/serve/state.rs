@@ -113,7 +113,9 @@ impl ServeState {
                 "{line}; Tables and protobuf forwarded (kubecache writes v1.20's and v1.32's to v1.36's)"
             ),
             (false, true) => {
-                format!("{line}; Tables forwarded (kubecache prints v1.20's and v1.36's)")
+                format!(
+                    "{line}; Tables forwarded (kubecache prints v1.20's and v1.34's to v1.36's)"
+                )
             }
             (true, false) => {
                 format!("{line}; protobuf forwarded (kubecache writes v1.20's and v1.32's to v1.36's)")

@@ -6,7 +6,12 @@
 //! `columns_v1_36.py` from its recorded answers and, for printers it was not
 //! recorded printing, from `columns_v1_36_derived.json` (printers.go's
 //! definitions with 1.36's API docs, each column with its source, made and
-//! checked against the recording by `columns_v1_36_derived.py`). Which a
+//! checked against the recording by `columns_v1_36_derived.py`);
+//! `columns_v1_35.json` and `columns_v1_34.json` as v1.35 and v1.34 serve
+//! them, regenerated (and checked, `--check`) by `columns_v1_34_35.py` from
+//! v1.36's columns (v1.34's service accounts' Secrets column restored) and
+//! each release's API docs, for the printers whose every description those
+//! docs give. Which a
 //! Table is printed with is its codec's personality's to say
 //! (`Personality::printers`).
 
@@ -72,6 +77,14 @@ static V1_20: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
 });
 
+static V1_34: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_34.json")).expect("columns_v1_34.json is valid")
+});
+
+static V1_35: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_35.json")).expect("columns_v1_35.json is valid")
+});
+
 static V1_36: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns_v1_36.json")).expect("columns_v1_36.json is valid")
 });
@@ -79,6 +92,8 @@ static V1_36: LazyLock<File> = LazyLock::new(|| {
 fn file(printers: Printers) -> &'static File {
     match printers {
         Printers::V1_20 => &V1_20,
+        Printers::V1_34 => &V1_34,
+        Printers::V1_35 => &V1_35,
         Printers::V1_36 => &V1_36,
     }
 }
@@ -87,6 +102,14 @@ fn file(printers: Printers) -> &'static File {
 /// them, if printers.go has one.
 pub fn printed(printers: Printers, gvr: &str) -> Option<&'static [Column]> {
     file(printers).printed.get(gvr).map(Vec::as_slice)
+}
+
+/// Every resource `printers` has a printer's columns for.
+#[cfg(test)]
+pub fn printed_resources(printers: Printers) -> Vec<&'static str> {
+    let mut out: Vec<_> = file(printers).printed.keys().map(String::as_str).collect();
+    out.sort_unstable();
+    out
 }
 
 /// Whether a built-in resource is served by the default convertor.
@@ -165,6 +188,99 @@ mod tests {
             }
         }
         assert!(!printed.contains_key("/v1/pods"));
+    }
+
+    #[test]
+    fn v1_35_has_v1_36s_columns_for_the_printers_its_docs_describe() {
+        // columns_v1_35.json is v1.36's columns with 1.35's API docs, less
+        // the printers whose descriptions 1.35's docs do not give: each
+        // left out is named in its sources, and none is printed.
+        let file: serde_json::Value =
+            serde_json::from_str(include_str!("columns_v1_35.json")).unwrap();
+        let left_out = file["sources"]["left out"].as_object().unwrap();
+        let (v1_35, v1_36) = (Printers::V1_35, Printers::V1_36);
+        for gvr in printed_resources(v1_36) {
+            let (a, b) = (printed(v1_35, gvr), printed(v1_36, gvr).unwrap());
+            match a {
+                Some(a) => {
+                    assert!(!left_out.contains_key(gvr), "{gvr}");
+                    let shape = |c: &[Column]| {
+                        c.iter()
+                            .map(|c| (c.name.clone(), c.ty.clone(), c.format.clone(), c.priority))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(shape(a), shape(b), "{gvr}");
+                }
+                None => assert!(
+                    left_out.contains_key(gvr),
+                    "{gvr} is neither printed nor left out"
+                ),
+            }
+        }
+        assert!(printed_resources(v1_35).len() >= 40);
+        for gvr in ["/v1/pods", "/v1/nodes", "/v1/services", "batch/v1/jobs"] {
+            assert!(printed(v1_35, gvr).is_some(), "{gvr}");
+        }
+        for gvr in [
+            "apps/v1/deployments",
+            "batch/v1/cronjobs",
+            "discovery.k8s.io/v1/endpointslices",
+        ] {
+            assert!(left_out.contains_key(gvr), "{gvr}");
+        }
+        assert!(is_default(
+            v1_35,
+            "rbac.authorization.k8s.io/v1/clusterroles"
+        ));
+        assert_eq!(
+            meta_description(v1_35, "name"),
+            meta_description(v1_36, "name")
+        );
+    }
+
+    #[test]
+    fn v1_34_has_v1_35s_columns_but_service_accounts_secrets_and_its_own_docs() {
+        let file: serde_json::Value =
+            serde_json::from_str(include_str!("columns_v1_34.json")).unwrap();
+        let left_out = file["sources"]["left out"].as_object().unwrap();
+        let (v1_34, v1_35) = (Printers::V1_34, Printers::V1_35);
+        let names = |p, gvr| -> Vec<String> {
+            printed(p, gvr)
+                .unwrap()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        for gvr in printed_resources(v1_35) {
+            match printed(v1_34, gvr) {
+                None => assert!(
+                    left_out.contains_key(gvr),
+                    "{gvr} is neither printed nor left out"
+                ),
+                Some(_) if gvr == "/v1/serviceaccounts" => {
+                    assert_eq!(names(v1_34, gvr), ["Name", "Secrets", "Age"]);
+                    assert_eq!(names(v1_35, gvr), ["Name", "Age"]);
+                }
+                Some(_) => assert_eq!(names(v1_34, gvr), names(v1_35, gvr), "{gvr}"),
+            }
+        }
+        assert_eq!(
+            printed_resources(v1_34).len() + 1,
+            printed_resources(v1_35).len()
+        );
+        assert!(left_out.contains_key("storage.k8s.io/v1/volumeattributesclasses"));
+        let secrets = &printed(v1_34, "/v1/serviceaccounts").unwrap()[1];
+        assert!(secrets
+            .description
+            .starts_with("Secrets is a list of the secrets"));
+        // 1.34's docs, not 1.35's: a resource slice's driver.
+        let driver = |p| {
+            printed(p, "resource.k8s.io/v1/resourceslices").unwrap()[2]
+                .description
+                .clone()
+        };
+        assert_ne!(driver(v1_34), driver(v1_35));
+        assert!(!driver(v1_34).contains("lower case"));
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

@@ -2,6 +2,7 @@
 //! leases.
 
 use super::fields::{arr, at, created, flag, int, name, s, RowFn};
+use crate::encode::personality::Printers;
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -26,11 +27,18 @@ const ROLE_LABEL: &str = "kubernetes.io/role";
 
 /// `printNode`: Ready/NotReady from the last Ready condition (Unknown
 /// without one), SchedulingDisabled when cordoned; roles from labels.
-/// v1.36's printers where they differ from v1.20's: a node's kernel
-/// version with its architecture (kubernetes#132402, 1.35).
-pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
-    match (group, version, resource) {
-        ("", "v1", "nodes") => Some(node_v1_36),
+/// v1.36's printers where they differ from v1.20's, v1.34's and v1.35's:
+/// a node's kernel version with its architecture (kubernetes#132402,
+/// listed in CHANGELOG-1.36 under v1.36.0-alpha.1). v1.34 and v1.35 print
+/// nodes as v1.20 did.
+pub fn lookup_since_v1_34(
+    printers: Printers,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Option<RowFn> {
+    match (printers, group, version, resource) {
+        (Printers::V1_36, "", "v1", "nodes") => Some(node_v1_36),
         _ => None,
     }
 }
@@ -216,7 +224,7 @@ fn lease(l: &Value, r: &mut RowBuilder) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{cells, check, check_as};
+    use super::super::test_support::{cells, cells_as, check, check_as};
     use crate::encode::personality::Personality;
     use serde_json::json;
 
@@ -364,7 +372,7 @@ mod tests {
     }
 
     #[test]
-    fn v1_35_a_nodes_kernel_version_names_its_architecture() {
+    fn v1_36_a_nodes_kernel_version_names_its_architecture() {
         let n = json!({"metadata": {"name": "n1", "creationTimestamp": "2026-01-01T00:00:00Z"},
             "status": {"conditions": [{"type": "Ready", "status": "True"}],
                 "nodeInfo": {"kubeletVersion": "v1.36.2", "osImage": "Debian", "kernelVersion": "6.1.0",
@@ -375,7 +383,10 @@ mod tests {
             n.clone(),
             r#""cells":["n1","Ready","\u003cnone\u003e","60m","v1.36.2","\u003cnone\u003e","\u003cnone\u003e","Debian","6.1.0 (amd64)","containerd://2.1"]"#,
         );
-        assert!(cells(NODES, n, NOW).contains(r#""Debian","6.1.0","containerd"#));
+        assert!(cells(NODES, n.clone(), NOW).contains(r#""Debian","6.1.0","containerd"#));
+        // v1.35 had not changed it yet.
+        let v1_35 = Personality::of(1, 35).0;
+        assert!(cells_as(v1_35, NODES, n, NOW).contains(r#""Debian","6.1.0","containerd"#));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! namespaces, secrets and service accounts.
 
 use super::fields::{arr, at, count, created, flag, int, name, s, RowFn};
+use crate::encode::personality::Printers;
 use crate::encode::print::row::RowBuilder;
 use crate::go::time;
 use serde_json::Value;
@@ -28,16 +29,22 @@ const POD_FAILED: &str =
 /// then containers from last to first), restarts, age; and the wide
 /// columns (the server always prints wide).
 fn pod(p: &Value, r: &mut RowBuilder) {
-    pod_as(p, r, false)
+    pod_as(p, r, Printers::V1_20)
 }
 
-/// v1.36's `printPod`: restartable init containers (sidecars) count as
-/// containers, a scheduling-gated pod says so, a completed pod shows a
-/// failed container's reason, only a pod not yet finished shows
-/// Terminating, and the restarts cell is a string with the last
-/// restart's age ("3 (6d6h ago)").
+/// v1.34's `printPod`: v1.36's but for a completed pod's failed
+/// container's reason, which came in 1.35.
+fn pod_v1_34(p: &Value, r: &mut RowBuilder) {
+    pod_as(p, r, Printers::V1_34)
+}
+
+/// v1.36's `printPod` (v1.35's too): restartable init containers
+/// (sidecars) count as containers, a scheduling-gated pod says so, a
+/// completed pod shows a failed container's reason (since 1.35), only a
+/// pod not yet finished shows Terminating, and the restarts cell is a
+/// string with the last restart's age ("3 (6d6h ago)").
 fn pod_v1_36(p: &Value, r: &mut RowBuilder) {
-    pod_as(p, r, true)
+    pod_as(p, r, Printers::V1_36)
 }
 
 /// The latest `lastState.terminated.finishedAt` of `statuses`, and later
@@ -54,7 +61,13 @@ fn last_restart(statuses: &[&Value], since: Option<time::Nanos>) -> Option<time:
         .max()
 }
 
-fn pod_as(p: &Value, r: &mut RowBuilder, v1_36: bool) {
+/// `printPod` as `printers` print it: v1.20's, or the newer rules
+/// (`v1_36` below: v1.34's and later), a completed pod's failed
+/// container's reason only from 1.35 (kubernetes#124766, merged after
+/// v1.34.0).
+fn pod_as(p: &Value, r: &mut RowBuilder, printers: Printers) {
+    let v1_36 = printers != Printers::V1_20;
+    let error_reason_shown = matches!(printers, Printers::V1_35 | Printers::V1_36);
     let init_specs = arr(p, &["spec", "initContainers"]);
     let init_total = init_specs.len();
     // v1.36: an init container that always restarts is a sidecar, counted
@@ -184,7 +197,7 @@ fn pod_as(p: &Value, r: &mut RowBuilder, v1_36: bool) {
                 }
             } else if has_running && pod_ready {
                 reason = "Running".into();
-            } else if !error_reason.is_empty() {
+            } else if error_reason_shown && !error_reason.is_empty() {
                 reason = error_reason;
             } else if has_running {
                 reason = "NotReady".into();
@@ -265,29 +278,38 @@ fn service_account(a: &Value, r: &mut RowBuilder) {
         .since_field(created(a));
 }
 
-/// v1.36's printers where they differ from v1.20's: pods' restarts with
-/// the last one's age and their newer status rules, service accounts
-/// without the secrets column.
-pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+/// v1.34's, v1.35's and v1.36's printers where they differ from v1.20's:
+/// pods' restarts with the last one's age and their newer status rules
+/// (a failed container's reason from 1.35), service accounts without the
+/// secrets column (from 1.35).
+pub fn lookup_since_v1_34(
+    printers: Printers,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Option<RowFn> {
     if !group.is_empty() || version != "v1" {
         return None;
     }
-    Some(match resource {
-        "pods" => pod_v1_36,
-        "serviceaccounts" => service_account_v1_36,
+    Some(match (printers, resource) {
+        (Printers::V1_34, "pods") => pod_v1_34,
+        (_, "pods") => pod_v1_36,
+        // v1.34 still counts them (v1.20's printer).
+        (Printers::V1_34, "serviceaccounts") => return None,
+        (_, "serviceaccounts") => service_account_v1_36,
         _ => return None,
     })
 }
 
-/// v1.36 dropped the secrets column (service accounts' token secrets are
-/// no longer made).
+/// v1.35 dropped the secrets column (service accounts' token secrets are
+/// no longer made): kubernetes#117160, in CHANGELOG-1.35's v1.35.0-alpha.1.
 fn service_account_v1_36(a: &Value, r: &mut RowBuilder) {
     r.str(name(a)).since_field(created(a));
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{cells, cells_as, column, column_count};
+    use super::super::test_support::{cells, cells_as, column, column_count, column_count_as};
     use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
@@ -548,9 +570,10 @@ mod tests {
     }
 
     #[test]
-    fn v1_36_a_completed_pod_shows_a_failed_containers_reason() {
-        // (The release that made it is not recorded here: the newest
-        // printers.go has it, v1.20's does not.)
+    fn v1_35_a_completed_pod_shows_a_failed_containers_reason() {
+        // kubernetes#124766, merged after v1.34.0 (no release note): the
+        // printers.go read from before v1.34.0 (mortent/kubernetes@1baf7abe)
+        // lacks it, v1.34 keeps "Completed" (with v1.34's string restarts).
         let p = pod(
             json!({"containers": [{"name": "a"}, {"name": "b"}]}),
             json!({"phase": "Failed", "containerStatuses": [
@@ -559,11 +582,21 @@ mod tests {
             ]}),
         );
         assert_eq!(
-            status_as_both(p),
+            status_as_both(p.clone()),
             (
                 r#"["p","0/2","Completed",0]"#.into(),
                 r#"["p","0/2","Error","0"]"#.into()
             )
+        );
+        let four = |personality: Personality| {
+            let row = cells_as(personality, PODS, p.clone(), NOW);
+            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+            serde_json::to_string(&v["cells"].as_array().unwrap()[..4]).unwrap()
+        };
+        assert_eq!(four(Personality::of(1, 35).0), r#"["p","0/2","Error","0"]"#);
+        assert_eq!(
+            four(Personality::of(1, 34).0),
+            r#"["p","0/2","Completed","0"]"#
         );
     }
 
@@ -587,13 +620,22 @@ mod tests {
     }
 
     #[test]
-    fn v1_36_service_accounts_have_no_secrets_column() {
-        // (Token secrets stopped being made in 1.24; the column went later.)
+    fn v1_35_service_accounts_have_no_secrets_column() {
+        // (Token secrets stopped being made in 1.24; the column went in
+        // 1.35: kubernetes#117160, CHANGELOG-1.35's v1.35.0-alpha.1.)
         let sa = json!({"metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:59:00Z"},
                         "secrets": [{"name": "t"}]});
-        assert_eq!(
-            cells_as(Personality::NEWEST, ("", "v1", "serviceaccounts"), sa, NOW),
-            r#""cells":["x","60s"]"#
-        );
+        let sas = ("", "v1", "serviceaccounts");
+        for p in [Personality::NEWEST, Personality::of(1, 35).0] {
+            assert_eq!(
+                cells_as(p, sas, sa.clone(), NOW),
+                r#""cells":["x","60s"]"#,
+                "{p}"
+            );
+        }
+        let v1_34 = Personality::of(1, 34).0;
+        assert_eq!(cells_as(v1_34, sas, sa, NOW), r#""cells":["x",1,"60s"]"#);
+        assert_eq!(column(v1_34, sas, 1), ("Secrets".into(), "string".into()));
+        assert_eq!(column_count_as(v1_34, sas), 3);
     }
 }
