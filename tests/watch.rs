@@ -155,6 +155,37 @@ async fn watches_through_two_kubecaches_equal_the_real_apiservers() {
     within(60, same_events_as_upstream(&up, 2)).await;
 }
 
+/// `?watch` on a named object is a get to `up` and through kubecache in
+/// front of it: the object, not a stream of events.
+async fn a_named_watch_is_a_get(up: &str) {
+    let ns = format!("named-watch-{}", unique_suffix());
+    ensure_namespace(up, &ns).await;
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    write(up, Method::POST, &base, Some(cm("a", "x", "1"))).await;
+    let p = start_proxy(up).await;
+    wait_synced(&p, "/api/v1/configmaps", "v1/configmaps").await;
+    for server in [up, p.url.as_str()] {
+        let r = get(&format!("{server}{base}/a?watch=1")).await;
+        assert_eq!(r.status, 200, "{server}: {}", r.text());
+        let obj = r.json();
+        assert_eq!(obj["kind"], "ConfigMap", "{server}: {obj}");
+        assert_eq!(obj["metadata"]["name"], "a", "{server}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_objects_watch_parameter_is_ignored_as_the_simulator_ignores_it() {
+    let sim = SimBuilder::new().start().await;
+    within(60, a_named_watch_is_a_get(&sim.url)).await;
+}
+
+#[cfg(feature = "real-apiserver")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_objects_watch_parameter_is_ignored_as_the_real_apiserver_ignores_it() {
+    let up = real_apiserver();
+    within(60, a_named_watch_is_a_get(&up)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_watchers_cost_one_upstream_watch() {
     within(120, async {

@@ -20,6 +20,24 @@ pub enum Shape {
     Watch,
 }
 
+impl Shape {
+    /// What a read (GET) of `path` returns, `watch` its query's: the one
+    /// place that decides (the cache's routing, verbs, the simulator). A
+    /// collection with `?watch` watches; `?watch` on a named object is a
+    /// get, as the apiserver's named-object route ignores it (the real
+    /// v1.20 answers `GET …/services/kubernetes?watch=1` with the Service);
+    /// the legacy `/watch/` path always watches.
+    pub fn of(path: &ResourcePath, watch: bool) -> Shape {
+        if path.legacy_watch || (watch && path.name.is_none()) {
+            Shape::Watch
+        } else if path.name.is_some() {
+            Shape::Object
+        } else {
+            Shape::List
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Request {
     pub method: Method,
@@ -104,19 +122,10 @@ impl Request {
         }
     }
 
-    /// What a read of the resource returns. `?watch` on a named object is
-    /// a get; the legacy `/watch/` path always watches.
+    /// What a read of the resource returns ([`Shape::of`]).
     pub fn shape(&self) -> Option<Shape> {
         let r = self.resource.as_ref()?;
-        Some(
-            if r.legacy_watch || (self.options.watch && r.name.is_none()) {
-                Shape::Watch
-            } else if r.name.is_some() {
-                Shape::Object
-            } else {
-                Shape::List
-            },
-        )
+        Some(Shape::of(r, self.options.watch))
     }
 
     /// The resource's name as metrics label it ("" for none).

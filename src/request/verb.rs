@@ -41,11 +41,11 @@ impl Verb {
         };
         let named = p.name.is_some();
         match *method {
-            Method::GET | Method::HEAD if p.legacy_watch => Verb::Watch,
-            // `?watch` on a named object is still a get to the apiserver.
-            Method::GET | Method::HEAD if named => Verb::Get,
-            Method::GET | Method::HEAD if watch => Verb::Watch,
-            Method::GET | Method::HEAD => Verb::List,
+            Method::GET | Method::HEAD => match super::Shape::of(p, watch) {
+                super::Shape::Watch => Verb::Watch,
+                super::Shape::Object => Verb::Get,
+                super::Shape::List => Verb::List,
+            },
             Method::POST => Verb::Post,
             Method::PUT => Verb::Put,
             Method::PATCH => Verb::Patch,

@@ -47,18 +47,11 @@ pub(super) async fn read(
     query: Option<&str>,
 ) -> Result<Response<Body>, ReadError> {
     let opts = ListOptions::parse(query);
-    let watching = opts.watch || rp.legacy_watch;
     let read = Read {
         t,
         ns,
         name: rp.name.as_deref(),
-        shape: if watching {
-            Shape::Watch
-        } else if rp.name.is_some() {
-            Shape::Object
-        } else {
-            Shape::List
-        },
+        shape: Shape::of(rp, opts.watch),
         opts: &opts,
     };
     let n = read.representation(accept)?;

@@ -14,7 +14,7 @@ use http::{header, Method, Request, Response};
 use hyper::body::Incoming;
 use kubecache::body::Body;
 use kubecache::request::accept::Accept;
-use kubecache::request::{ListOptions, ResourcePath};
+use kubecache::request::{ListOptions, ResourcePath, Shape};
 use kubecache::resource::GroupVersionResource;
 use kubecache::serve::websocket;
 use std::sync::Arc;
@@ -113,7 +113,7 @@ pub(super) async fn route(
     if req.method() == Method::GET {
         let accept = Accept::new(accept_text.as_deref());
         let (ns, key, query) = (ns.as_deref(), key.as_deref(), query.as_deref());
-        let watching = rp.legacy_watch || ListOptions::parse(query).watch;
+        let watching = Shape::of(&rp, ListOptions::parse(query).watch) == Shape::Watch;
         let answer = reads::read(sim, &accept, &t, &rp, ns, key, query)
             .await
             .map_err(|error| RouteError::Read { error, accept })?;
