@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use common::*;
 use http::Method;
 use http_body_util::BodyExt;
-use kubecache::encode::watch_gzip::Gunzip;
+use kubecache::upstream::watch_gzip::Gunzip;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

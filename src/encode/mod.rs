@@ -11,8 +11,8 @@
 //! `bookmark`), `pretty` (the indented layout), `repr`, which picks
 //! among them, `list_body` (a list's pieces in any of them, written whole
 //! or as the client reads), and `negotiate`, which picks the representation from a
-//! request's Accept header; `watch_gzip` compresses watch streams between
-//! kubecaches and decodes them.
+//! request's Accept header. (Watch streams gzipped between kubecaches are
+//! the transport's: `upstream::watch_gzip`.)
 
 pub mod bookmark;
 pub mod codec;
@@ -30,6 +30,5 @@ pub mod recycle;
 pub mod repr;
 pub mod style;
 pub mod table;
-pub mod watch_gzip;
 
 pub use repr::{ListError, Repr, Unencodable};

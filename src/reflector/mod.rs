@@ -11,10 +11,10 @@ pub use writer::{Overflow, Update, Writer};
 pub mod consistency;
 
 use crate::encode::codec::{DecodeError, Entry, ListStyle, TypeCodec};
-use crate::encode::watch_gzip::Gunzip;
 use crate::metrics;
 use crate::store::EventType;
 use crate::upstream::health::UpstreamHealth;
+use crate::upstream::watch_gzip::Gunzip;
 use crate::upstream::{Upstream, UpstreamError};
 use bytes::{Buf, BytesMut};
 use http_body_util::BodyExt;

@@ -7,36 +7,10 @@ use super::accept::Accept;
 use super::identity::{bearer_token, Identity, Token};
 use super::impersonation::Impersonation;
 use super::options::{pretty_print, ListOptions};
-use super::path::ResourcePath;
+use super::path::{ResourcePath, Shape};
 use super::verb::Verb;
 use super::websocket::WebSocket;
 use http::{header, HeaderMap, Method, Uri};
-
-/// What a read returns: one object, a list, or a stream of events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    Object,
-    List,
-    Watch,
-}
-
-impl Shape {
-    /// What a read (GET) of `path` returns, `watch` its query's: the one
-    /// place that decides (the cache's routing, verbs, the simulator). A
-    /// collection with `?watch` watches; `?watch` on a named object is a
-    /// get, as the apiserver's named-object route ignores it (the real
-    /// v1.20 answers `GET …/services/kubernetes?watch=1` with the Service);
-    /// the legacy `/watch/` path always watches.
-    pub fn of(path: &ResourcePath, watch: bool) -> Shape {
-        if path.legacy_watch || (watch && path.name.is_none()) {
-            Shape::Watch
-        } else if path.name.is_some() {
-            Shape::Object
-        } else {
-            Shape::List
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct Request {

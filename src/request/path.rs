@@ -82,6 +82,32 @@ pub fn percent_decode(s: &str) -> String {
         .unwrap_or_default()
 }
 
+/// What a read returns: one object, a list, or a stream of events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Object,
+    List,
+    Watch,
+}
+
+impl Shape {
+    /// What a read (GET) of `path` returns, `watch` its query's: the one
+    /// place that decides (the cache's routing, verbs, the simulator). A
+    /// collection with `?watch` watches; `?watch` on a named object is a
+    /// get, as the apiserver's named-object route ignores it (the real
+    /// v1.20 answers `GET …/services/kubernetes?watch=1` with the Service);
+    /// the legacy `/watch/` path always watches.
+    pub fn of(path: &ResourcePath, watch: bool) -> Shape {
+        if path.legacy_watch || (watch && path.name.is_none()) {
+            Shape::Watch
+        } else if path.name.is_some() {
+            Shape::Object
+        } else {
+            Shape::List
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,8 @@
 //! The verb of a request as the apiserver's RequestInfo names it (the
 //! `verb` label of its metrics, and what authorization will be asked about).
 
+use super::path::{ResourcePath, Shape};
+
 /// The apiserver's request verbs (its `verb` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
@@ -34,17 +36,17 @@ impl Verb {
     /// The verb of a request as the apiserver's RequestInfo names it: a
     /// read of a collection is a LIST, or a WATCH with `watch`; a legacy
     /// `/watch/` path is always a WATCH.
-    pub fn of(method: &http::Method, path: Option<&super::ResourcePath>, watch: bool) -> Verb {
+    pub fn of(method: &http::Method, path: Option<&ResourcePath>, watch: bool) -> Verb {
         use http::Method;
         let Some(p) = path else {
             return Verb::Other;
         };
         let named = p.name.is_some();
         match *method {
-            Method::GET | Method::HEAD => match super::Shape::of(p, watch) {
-                super::Shape::Watch => Verb::Watch,
-                super::Shape::Object => Verb::Get,
-                super::Shape::List => Verb::List,
+            Method::GET | Method::HEAD => match Shape::of(p, watch) {
+                Shape::Watch => Verb::Watch,
+                Shape::Object => Verb::Get,
+                Shape::List => Verb::List,
             },
             Method::POST => Verb::Post,
             Method::PUT => Verb::Put,

@@ -63,7 +63,7 @@ pub fn gzipped_watch(r: Response<Body>) -> Response<Body> {
         header::VARY,
         HeaderValue::from_static(crate::request::WATCH_ENCODING),
     );
-    Response::from_parts(parts, crate::encode::watch_gzip::gzip_watch(body))
+    Response::from_parts(parts, crate::upstream::watch_gzip::gzip_watch(body))
 }
 
 /// A body from the cache, its bytes counted in `in_flight` until the

@@ -4,7 +4,8 @@
 //! kube-client reads the kubeconfigs or the pod's service account and sets
 //! up TLS (`kubeconfig.rs`); kubecache presents the credentials itself
 //! (`auth.rs`, `credentials.rs`, `exec.rs`: see each for what kube-client
-//! does not do).
+//! does not do). `watch_gzip.rs` is the codec of watch streams gzipped
+//! between kubecaches, written by `serve` and read by the reflector.
 
 pub mod auth;
 pub mod credentials;
@@ -13,9 +14,9 @@ pub mod exec;
 pub mod health;
 pub mod kubeconfig;
 pub mod version;
+pub mod watch_gzip;
 
 use crate::body::{self, Body};
-use crate::encode::watch_gzip::Gunzip;
 use crate::metrics;
 use auth::{Auth, Credentials};
 use bytes::{Bytes, BytesMut};
@@ -31,6 +32,7 @@ use rustls::pki_types::CertificateDer;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use watch_gzip::Gunzip;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
@@ -70,7 +72,7 @@ pub enum UpstreamError {
     #[error("the runtime of upstream requests has stopped")]
     Stopped,
     #[error("reading the upstream's gzipped answer: {0}")]
-    Gunzip(#[from] crate::encode::watch_gzip::GunzipError),
+    Gunzip(#[from] watch_gzip::GunzipError),
     /// The caller gave up an answer while it arrived (too large to keep).
     #[error("abandoned {0} while it arrived")]
     Abandoned(String),
