@@ -18,7 +18,6 @@ use super::table::TableSpec;
 use super::{json, meta, protobuf};
 use crate::go::time::{self, Nanos};
 use crate::request::accept::MetaVersion;
-use std::borrow::Cow;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -33,39 +32,14 @@ pub enum Source<'a> {
     Walk(Box<dyn Iterator<Item = Arc<Entry>> + Send + 'a>),
 }
 
-/// The items still to write: a slice's borrowed (a list written whole
-/// from a page clones no pointer), others owned.
-enum Iter<'a> {
-    Slice(std::slice::Iter<'a, Arc<Entry>>),
-    Owned(Box<dyn Iterator<Item = Arc<Entry>> + Send + 'a>),
-}
-
-/// An item being written.
-enum Item<'a> {
-    Borrowed(&'a Arc<Entry>),
-    Owned(Arc<Entry>),
-}
-
-impl Deref for Item<'_> {
-    type Target = Entry;
-    fn deref(&self) -> &Entry {
+impl Source<'_> {
+    /// Every item, read now.
+    fn all(self) -> Vec<Arc<Entry>> {
         match self {
-            Item::Borrowed(e) => e,
-            Item::Owned(e) => e,
+            Source::Slice(s) => s.to_vec(),
+            Source::Vec(v) => v,
+            Source::Walk(w) => w.collect(),
         }
-    }
-}
-
-impl<'a> Iter<'a> {
-    fn next(&mut self) -> Option<Item<'a>> {
-        match self {
-            Iter::Slice(it) => it.next().map(Item::Borrowed),
-            Iter::Owned(it) => it.next().map(Item::Owned),
-        }
-    }
-
-    fn empty() -> Self {
-        Iter::Owned(Box::new(std::iter::empty()))
     }
 }
 
@@ -97,7 +71,7 @@ enum Stage {
 /// A list being written: see the module's doc. `C` holds the codec.
 pub struct ListBody<'a, C> {
     codec: C,
-    items: Iter<'a>,
+    items: Box<dyn Iterator<Item = Arc<Entry>> + Send + 'a>,
     how: Items,
     head: Vec<u8>,
     tail: Vec<u8>,
@@ -110,8 +84,6 @@ pub struct ListBody<'a, C> {
     /// compact into `scratch`, then indented.
     indented: Option<Indented>,
     scratch: Vec<u8>,
-    /// An item read ahead (to tell an empty list), written next.
-    peeked: Option<Item<'a>>,
 }
 
 /// How an indented list's items are laid out.
@@ -145,13 +117,12 @@ impl Repr {
             Source::Walk(w) if read_all => Source::Vec(w.collect()),
             other => other,
         };
-        let (kept, walk): (Option<Cow<'a, [Arc<Entry>]>>, _) = match items {
-            Source::Slice(s) => (Some(Cow::Borrowed(s)), None),
-            Source::Vec(v) => (Some(Cow::Owned(v)), None),
+        let (kept, walk): (Option<Vec<Arc<Entry>>>, _) = match items {
             Source::Walk(mut w) => {
                 let first = w.next();
                 (None, Some((first, w)))
             }
+            known => (Some(known.all()), None),
         };
         // The items when read already; whether there are none, to write an
         // empty list as it is written (`null` items for some).
@@ -216,23 +187,17 @@ impl Repr {
                 (how, head, true, tail, Some(len), len)
             }
         };
-        let order = match (self, &kept) {
-            (Repr::Table(spec), Some(all)) => spec.row_order(all),
-            _ => None,
-        };
-        let items = match (kept, walk) {
-            (Some(all), _) if order.is_some() => {
-                let ordered: Vec<_> = order
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|i| all[i].clone())
-                    .collect();
-                Iter::Owned(Box::new(ordered.into_iter()))
+        let items: Box<dyn Iterator<Item = Arc<Entry>> + Send + 'a> = match (kept, walk) {
+            (Some(mut all), _) => {
+                if let Repr::Table(spec) = self {
+                    if let Some(order) = spec.row_order(&all) {
+                        all = order.into_iter().map(|i| all[i].clone()).collect();
+                    }
+                }
+                Box::new(all.into_iter())
             }
-            (Some(Cow::Borrowed(all)), _) => Iter::Slice(all.iter()),
-            (Some(Cow::Owned(all)), _) => Iter::Owned(Box::new(all.into_iter())),
-            (None, Some((first, rest))) => Iter::Owned(Box::new(first.into_iter().chain(rest))),
-            (None, None) => Iter::empty(),
+            (None, Some((first, rest))) => Box::new(first.into_iter().chain(rest)),
+            (None, None) => Box::new(std::iter::empty()),
         };
         Ok(ListBody {
             codec,
@@ -245,7 +210,6 @@ impl Repr {
             guess,
             indented: None,
             scratch: Vec::new(),
-            peeked: None,
         })
     }
 
@@ -260,7 +224,7 @@ impl Repr {
     }
 }
 
-impl<'a, C> ListBody<'a, C>
+impl<C> ListBody<'_, C>
 where
     C: Deref<Target = TypeCodec>,
 {
@@ -308,7 +272,8 @@ where
             self.tail.clear();
             return Ok(self);
         };
-        self.peeked = Some(first);
+        let rest = std::mem::replace(&mut self.items, Box::new(std::iter::empty()));
+        self.items = Box::new(std::iter::once(first).chain(rest));
         let Some(ends) = pretty::indent_list_ends(&self.head, &self.tail, raw_data)? else {
             // The ends of every list kubecache writes read as a list (the
             // tests hold every representation to it); were one not to, the
@@ -355,7 +320,7 @@ where
                     out.extend_from_slice(&self.head);
                     self.stage = Stage::Items { first: true };
                 }
-                Stage::Items { first } => match self.peeked.take().or_else(|| self.items.next()) {
+                Stage::Items { first } => match self.items.next() {
                     Some(e) => {
                         self.item_with_separator(&e, first, out)?;
                         self.stage = Stage::Items { first: false };

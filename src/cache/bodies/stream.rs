@@ -78,7 +78,6 @@ pub async fn stream<H: Send + 'static>(
     })
     .await?;
     if list.is_done() {
-        crate::metrics::streamed_list("whole");
         // Laid out already.
         let out = Output {
             layout: Layout::Compact,
@@ -88,7 +87,6 @@ pub async fn stream<H: Send + 'static>(
             Finished::make(recycle::freeze(first), out).await?,
         ));
     }
-    crate::metrics::streamed_list("streamed");
     let gzipped = out.gzip && list.likely_len().max(first.len()) > compress::THRESHOLD;
     let len = (!gzipped).then(|| list.exact_len()).flatten();
     let (tx, body) = body::channel_of(DEPTH, len.map(|n| n as u64));
