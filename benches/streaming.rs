@@ -12,13 +12,7 @@
 //!    matches them all (no two share a body), reading every byte; how many
 //!    were answered, kubecache's RSS rise over its idle RSS (sampled every
 //!    20 ms, and the kernel's peak after resetting it), the bytes per
-//!    second (`BENCH_DIFFERENT`, default `10,100`; empty to skip).
-//! 3. **Forwarded lists at once**, at the smallest size: 20 and 100
-//!    consistent lists of every pod at once, straight to the simulator and
-//!    through a kubecache that forwards them (`--consistent-reads forward`),
-//!    then as many WatchList informers' first requests
-//!    (`sendInitialEvents=true`, read to their initial-events-end
-//!    bookmark): whether any starves the others on the way through.
+//!    second.
 //!
 //! `cargo bench -p kubecache-cli --bench streaming`
 
@@ -37,96 +31,19 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// The simulator as v1.36 (which serves streaming lists), `pods` pods
-/// churned 2 a second.
-fn start_sim(pods: usize) -> Process {
+fn start_kubecache(upstream: &str) -> Process {
     Process::start(
         BIN,
         &[
-            "sim",
+            "serve",
+            "--upstream",
+            upstream,
             "--listen",
             "127.0.0.1:0",
-            "--version",
-            "v1.36",
-            "--pods",
-            &pods.to_string(),
-            "--namespaces",
-            &(pods / 200).max(1).to_string(),
-            "--churn",
-            "2",
+            "--eager",
+            "v1/pods",
         ],
-        "simulated apiserver serving",
-    )
-}
-
-fn start_kubecache(upstream: &str, extra: &[&str]) -> Process {
-    let mut args = vec![
-        "serve",
-        "--upstream",
-        upstream,
-        "--listen",
-        "127.0.0.1:0",
-        "--eager",
-        "v1/pods",
-    ];
-    args.extend_from_slice(extra);
-    Process::start(BIN, &args, "kubecache serving")
-}
-
-/// `n` reads of `url` at once, each read whole (a watch to its
-/// initial-events-end bookmark): each one's seconds, and how many failed.
-async fn at_once(url: &str, n: usize, watch_list: bool) -> (Vec<f64>, usize) {
-    let tasks: Vec<_> = (0..n)
-        .map(|_| {
-            let url = url.to_string();
-            tokio::spawn(async move {
-                let started = Instant::now();
-                let c = load::client();
-                let resp = c
-                    .request(load::get_request(&url, "application/json", false))
-                    .await
-                    .ok()?;
-                if resp.status() != 200 {
-                    return None;
-                }
-                let mut body = resp.into_body();
-                // The bookmark's annotation, split across frames or not.
-                let end = b"k8s.io/initial-events-end";
-                let mut tail: Vec<u8> = Vec::new();
-                while let Some(frame) = body.frame().await {
-                    if let Some(d) = frame.ok()?.data_ref() {
-                        if watch_list {
-                            tail.extend_from_slice(d);
-                            if tail.windows(end.len()).any(|w| w == end) {
-                                break;
-                            }
-                            let keep = tail.len().saturating_sub(end.len());
-                            tail.drain(..keep);
-                        }
-                    }
-                }
-                Some(started.elapsed().as_secs_f64())
-            })
-        })
-        .collect();
-    let mut times = vec![];
-    let mut failed = 0;
-    for t in tasks {
-        match t.await.ok().flatten() {
-            Some(s) => times.push(s),
-            None => failed += 1,
-        }
-    }
-    times.sort_by(f64::total_cmp);
-    (times, failed)
-}
-
-fn summary(times: &[f64], failed: usize) -> String {
-    format!(
-        "{} read, {failed} failed, p50 {}, max {}",
-        times.len(),
-        load::ms(load::quantile(times, 0.5)),
-        load::ms(times.last().copied().unwrap_or(0.0))
+        "kubecache serving",
     )
 }
 
@@ -221,15 +138,9 @@ fn main() {
         .build()
         .unwrap();
     let largest = *sizes.iter().max().unwrap_or(&0);
-    let smallest = *sizes.iter().min().unwrap_or(&0);
-    let different: Vec<usize> = std::env::var("BENCH_DIFFERENT")
-        .unwrap_or_else(|_| "10,100".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
     for &pods in &sizes {
-        let sim = start_sim(pods);
-        let kc = start_kubecache(&sim.url(), &[]);
+        let sim = load::start_sim(BIN, pods, (pods / 200).max(1), 2.0);
+        let kc = start_kubecache(&sim.url());
         rt.block_on(load::wait_pods_synced(
             &kc.url(),
             Duration::from_secs(60 + pods as u64 / 1_000),
@@ -259,7 +170,7 @@ fn main() {
             load::ms(load::quantile(&whole, 0.5)),
         );
         if pods == largest {
-            for &clients in &different {
+            for clients in [10, 100] {
                 let (answered, refused, rise, bytes, secs) =
                     rt.block_on(different_lists(&kc, clients));
                 println!(
@@ -269,30 +180,6 @@ fn main() {
                     bytes >> 20,
                     load::ms(secs)
                 );
-            }
-        }
-        if pods == smallest && env_or("BENCH_FORWARDED", 1) == 1 {
-            let fw = start_kubecache(&sim.url(), &["--consistent-reads", "forward"]);
-            rt.block_on(load::wait_pods_synced(&fw.url(), Duration::from_secs(120)));
-            for n in [20, 100] {
-                for (what, query, watch_list) in [
-                    ("consistent lists", "", false),
-                    (
-                        "WatchList informers",
-                        "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan",
-                        true,
-                    ),
-                ] {
-                    let direct = format!("{}/api/v1/pods{query}", sim.url());
-                    let through = format!("{}/api/v1/pods{query}", fw.url());
-                    let (d, df) = rt.block_on(at_once(&direct, n, watch_list));
-                    let (t, tf) = rt.block_on(at_once(&through, n, watch_list));
-                    println!(
-                        "  3. {n} forwarded {what} at once: direct {}; through kubecache {}",
-                        summary(&d, df),
-                        summary(&t, tf)
-                    );
-                }
             }
         }
         drop(kc);
