@@ -5,9 +5,7 @@
 //! `cache::bodies::stream`). Both write the same pieces in the same order,
 //! so a streamed body is the whole one's bytes by construction; holding a
 //! list being written costs its items' pointers and one chunk, not its
-//! body — or, its items walked from a snapshot as they are written
-//! ([`Source::Walk`]), not even their pointers: its first byte waits for
-//! nothing but its first item.
+//! body.
 
 use super::codec::{Entry, TypeCodec};
 use super::list_meta::ListMeta;
@@ -21,28 +19,6 @@ use crate::request::accept::MetaVersion;
 use std::ops::Deref;
 use std::sync::Arc;
 
-/// Where a list's items come from, in key order.
-pub enum Source<'a> {
-    /// Read already (a page): its length is known before it is written.
-    Slice(&'a [Arc<Entry>]),
-    Vec(Vec<Arc<Entry>>),
-    /// Walked as they are written (`store::page::Walk`). Protobuf, whose
-    /// envelope states its length first, and Tables printed in an order
-    /// of their own read them all first.
-    Walk(Box<dyn Iterator<Item = Arc<Entry>> + Send + 'a>),
-}
-
-impl Source<'_> {
-    /// Every item, read now.
-    fn all(self) -> Vec<Arc<Entry>> {
-        match self {
-            Source::Slice(s) => s.to_vec(),
-            Source::Vec(v) => v,
-            Source::Walk(w) => w.collect(),
-        }
-    }
-}
-
 /// How each item is written.
 enum Items {
     Json,
@@ -51,6 +27,9 @@ enum Items {
         spec: TableSpec,
         /// One time for every row's ages.
         now: Nanos,
+        /// The order the printer's list function prints rows in, if not
+        /// the items'.
+        order: Option<Vec<usize>>,
     },
     /// Each item's kept message.
     Protobuf,
@@ -59,26 +38,21 @@ enum Items {
     ProtobufPartial(&'static protobuf::Schema),
 }
 
-/// What is written next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stage {
-    Head,
-    Items { first: bool },
-    Tail,
-    Done,
-}
-
-/// A list being written: see the module's doc. `C` holds the codec.
-pub struct ListBody<'a, C> {
+/// A list being written: see the module's doc. `C` holds the codec and
+/// `I` the items (borrowed to write a body whole, owned to stream one).
+pub struct ListBody<C, I> {
     codec: C,
-    items: Box<dyn Iterator<Item = Arc<Entry>> + Send + 'a>,
+    items: I,
     how: Items,
     head: Vec<u8>,
+    /// Whether the items are written (`null` lists write none).
+    written: bool,
     tail: Vec<u8>,
-    stage: Stage,
+    /// The next piece: 0 the head, 1..=n the items, n+1 the tail.
+    next: usize,
     /// The body's length, when known before it is written.
     exact: Option<usize>,
-    /// Its length as guessed beforehand, when not (0: no guess).
+    /// Its length as guessed beforehand, when not.
     guess: usize,
     /// Laid out indented (`Layout::Indented`): each item is written
     /// compact into `scratch`, then indented.
@@ -97,69 +71,50 @@ struct Indented {
 impl Repr {
     /// The pieces of a list of `items` in this representation, or
     /// [`Unencodable`] (protobuf without a message for one of them).
-    pub fn list_body<'a, C>(
+    pub fn list_body<C, I>(
         &self,
         codec: C,
         meta: &ListMeta,
-        items: Source<'a>,
-    ) -> Result<ListBody<'a, C>, ListError>
+        items: I,
+    ) -> Result<ListBody<C, I>, ListError>
     where
         C: Deref<Target = TypeCodec>,
+        I: AsRef<[Arc<Entry>]>,
     {
-        // Protobuf states its length first, and a Table printed in an order
-        // of its own sorts them: both read every item first.
-        let read_all = match self {
-            Repr::Protobuf(_) => true,
-            Repr::Table(spec) => spec.has_row_order(),
-            _ => false,
-        };
-        let items = match items {
-            Source::Walk(w) if read_all => Source::Vec(w.collect()),
-            other => other,
-        };
-        let (kept, walk): (Option<Vec<Arc<Entry>>>, _) = match items {
-            Source::Walk(mut w) => {
-                let first = w.next();
-                (None, Some((first, w)))
-            }
-            known => (Some(known.all()), None),
-        };
-        // The items when read already; whether there are none, to write an
-        // empty list as it is written (`null` items for some).
-        let known: Option<&[Arc<Entry>]> = kept.as_deref();
-        let empty = match (&known, &walk) {
-            (Some(all), _) => all.is_empty(),
-            (None, Some((first, _))) => first.is_none(),
-            (None, None) => true,
-        };
-        let (how, head, _written, tail, exact, guess) = match self {
+        let all = items.as_ref();
+        let (how, head, written, tail, exact, guess) = match self {
             Repr::Json => {
                 let (head, tail) = json::list_ends(&codec, meta);
-                let len = known.map(|all| json::joined_len(&head, all, &tail));
-                (Items::Json, head, true, tail, len, len.unwrap_or(0))
+                let len = json::joined_len(&head, all, &tail);
+                (Items::Json, head, true, tail, Some(len), len)
             }
             Repr::Metadata(v) => {
-                let head = meta::partial_list_head(*v, meta, empty);
-                let tail = meta::partial_list_tail(empty).to_vec();
-                let guess = known.map_or(0, |all| {
-                    all.iter().map(|e| e.meta().len()).sum::<usize>()
-                        + all.len() * meta::PARTIAL
-                        + head.len()
-                        + tail.len()
-                });
-                (Items::Metadata(*v), head, !empty, tail, None, guess)
+                let head = meta::partial_list_head(*v, meta, all.is_empty());
+                let tail = meta::partial_list_tail(all.is_empty()).to_vec();
+                let guess = all.iter().map(|e| e.meta().len()).sum::<usize>()
+                    + all.len() * meta::PARTIAL
+                    + head.len()
+                    + tail.len();
+                (
+                    Items::Metadata(*v),
+                    head,
+                    !all.is_empty(),
+                    tail,
+                    None,
+                    guess,
+                )
             }
             Repr::Table(spec) => {
-                let (head, written, tail) = spec.list_ends(meta, empty);
-                let guess = known.map_or(0, |all| spec.list_guess(all) + head.len() + tail.len());
+                let (head, written, tail) = spec.list_ends(meta, all.is_empty());
+                let guess = spec.list_guess(all) + head.len() + tail.len();
                 let how = Items::Table {
+                    order: spec.row_order(all),
                     spec: spec.clone(),
                     now: time::now(),
                 };
                 (how, head, written, tail.to_vec(), None, guess)
             }
             Repr::Protobuf(None) => {
-                let all = known.unwrap_or_default();
                 let mut items_len = 0;
                 for e in all {
                     let m = codec.protobuf_message(e).ok_or(Unencodable)?;
@@ -173,7 +128,6 @@ impl Repr {
             }
             Repr::Protobuf(Some(v)) => {
                 let schema = codec.protobuf_schema().ok_or(Unencodable)?;
-                let all = known.unwrap_or_default();
                 let mut items_len = 0;
                 for e in all {
                     let m = protobuf::partial_message_in(schema, e.meta())?;
@@ -183,29 +137,24 @@ impl Repr {
                 let head = protobuf::list_head(v.api_version(), kind, meta, items_len);
                 let tail = protobuf::LIST_TAIL.to_vec();
                 let len = head.len() + items_len + tail.len();
-                let how = Items::ProtobufPartial(schema);
-                (how, head, true, tail, Some(len), len)
+                (
+                    Items::ProtobufPartial(schema),
+                    head,
+                    true,
+                    tail,
+                    Some(len),
+                    len,
+                )
             }
-        };
-        let items: Box<dyn Iterator<Item = Arc<Entry>> + Send + 'a> = match (kept, walk) {
-            (Some(mut all), _) => {
-                if let Repr::Table(spec) = self {
-                    if let Some(order) = spec.row_order(&all) {
-                        all = order.into_iter().map(|i| all[i].clone()).collect();
-                    }
-                }
-                Box::new(all.into_iter())
-            }
-            (None, Some((first, rest))) => Box::new(first.into_iter().chain(rest)),
-            (None, None) => Box::new(std::iter::empty()),
         };
         Ok(ListBody {
             codec,
             items,
             how,
             head,
+            written,
             tail,
-            stage: Stage::Head,
+            next: 0,
             exact,
             guess,
             indented: None,
@@ -220,22 +169,22 @@ impl Repr {
         meta: &ListMeta,
         items: &[Arc<Entry>],
     ) -> Result<bytes::Bytes, ListError> {
-        Ok(self.list_body(codec, meta, Source::Slice(items))?.whole()?)
+        Ok(self.list_body(codec, meta, items)?.whole()?)
     }
 }
 
-impl<C> ListBody<'_, C>
+impl<C, I> ListBody<C, I>
 where
     C: Deref<Target = TypeCodec>,
+    I: AsRef<[Arc<Entry>]>,
 {
-    /// The body's length, if known before it is written (JSON of items
-    /// read already, and protobuf; a Table's cells, a metadata list's and
-    /// walked items' are not).
+    /// The body's length, if known before it is written (JSON and
+    /// protobuf; a Table's cells and a metadata list's are not).
     pub fn exact_len(&self) -> Option<usize> {
         self.exact
     }
 
-    /// Its length, or a guess at it (0: none).
+    /// Its length, or a guess at it.
     pub fn likely_len(&self) -> usize {
         self.exact.unwrap_or(self.guess)
     }
@@ -246,7 +195,7 @@ where
         if self.tail.last() == Some(&b'\n') {
             self.tail.pop();
             self.exact = self.exact.map(|n| n - 1);
-            self.guess = self.guess.saturating_sub(1);
+            self.guess -= 1;
         }
         self
     }
@@ -263,17 +212,15 @@ where
         };
         self.exact = None;
         self.guess = self.guess.saturating_mul(2);
-        let first = self.items.next();
-        let Some(first) = first else {
+        if self.count() == 0 {
             // No items: the head and tail are the whole body.
-            let mut doc = std::mem::take(&mut self.head);
+            let mut doc = self.head.clone();
             doc.extend_from_slice(&self.tail);
             self.head = pretty::indent(&doc, raw_data)?.to_vec();
             self.tail.clear();
+            self.written = false;
             return Ok(self);
-        };
-        let rest = std::mem::replace(&mut self.items, Box::new(std::iter::empty()));
-        self.items = Box::new(std::iter::once(first).chain(rest));
+        }
         let Some(ends) = pretty::indent_list_ends(&self.head, &self.tail, raw_data)? else {
             // The ends of every list kubecache writes read as a list (the
             // tests hold every representation to it); were one not to, the
@@ -282,7 +229,8 @@ where
             self.fill(&mut whole, usize::MAX)?;
             self.head = pretty::indent(&whole, raw_data)?.to_vec();
             self.tail.clear();
-            self.stage = Stage::Head;
+            self.written = false;
+            self.next = 0;
             return Ok(self);
         };
         (self.head, self.tail) = (ends.head, ends.tail);
@@ -306,34 +254,35 @@ where
 
     /// Whether every piece has been written.
     pub fn is_done(&self) -> bool {
-        self.stage == Stage::Done
+        self.next > self.count() + 1
+    }
+
+    fn count(&self) -> usize {
+        if self.written {
+            self.items.as_ref().len()
+        } else {
+            0
+        }
     }
 
     /// Writes the next pieces into `out` until it holds `want` bytes or
     /// the body is done (whichever first; the piece that passes `want` is
     /// written whole). Returns whether the body is done.
     pub fn fill(&mut self, out: &mut Vec<u8>, want: usize) -> Result<bool, NoMemory> {
-        while out.len() < want {
-            match self.stage {
-                Stage::Head => {
+        let n = self.count();
+        while out.len() < want && self.next <= n + 1 {
+            match self.next {
+                0 => {
                     recycle::room(out, self.head.len())?;
                     out.extend_from_slice(&self.head);
-                    self.stage = Stage::Items { first: true };
                 }
-                Stage::Items { first } => match self.items.next() {
-                    Some(e) => {
-                        self.item_with_separator(&e, first, out)?;
-                        self.stage = Stage::Items { first: false };
-                    }
-                    None => self.stage = Stage::Tail,
-                },
-                Stage::Tail => {
+                i if i <= n => self.item_with_separator(i - 1, out)?,
+                _ => {
                     recycle::room(out, self.tail.len())?;
                     out.extend_from_slice(&self.tail);
-                    self.stage = Stage::Done;
                 }
-                Stage::Done => break,
             }
+            self.next += 1;
         }
         Ok(self.is_done())
     }
@@ -345,26 +294,22 @@ where
         Ok(recycle::freeze(b))
     }
 
-    /// An item after its separator (none before the first): a comma, or
-    /// in an indented list a comma, a newline and the item's indentation.
-    fn item_with_separator(
-        &mut self,
-        e: &Entry,
-        first: bool,
-        out: &mut Vec<u8>,
-    ) -> Result<(), NoMemory> {
+    /// The `i`th item (in the order written) after its separator: a
+    /// comma, or in an indented list a comma, a newline and the item's
+    /// indentation.
+    fn item_with_separator(&mut self, i: usize, out: &mut Vec<u8>) -> Result<(), NoMemory> {
         let Some(ind) = &self.indented else {
-            if !first && !self.is_protobuf() {
+            if i > 0 && !self.is_protobuf() {
                 recycle::room(out, 1)?;
                 out.push(b',');
             }
-            return self.item(e, out);
+            return self.item(i, out);
         };
         let (raw_data, items, spaces) = (ind.raw_data, ind.items, ind.spaces);
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        self.item(e, &mut scratch)?;
-        if !first {
+        self.item(i, &mut scratch)?;
+        if i > 0 {
             recycle::room(out, spaces + 2)?;
             out.extend_from_slice(b",\n");
             out.resize(out.len() + spaces, b' ');
@@ -374,25 +319,36 @@ where
         Ok(())
     }
 
-    /// An item, compact.
-    fn item(&self, e: &Entry, out: &mut Vec<u8>) -> Result<(), NoMemory> {
+    /// The `i`th item written (in the order written), compact.
+    fn item(&self, i: usize, out: &mut Vec<u8>) -> Result<(), NoMemory> {
+        let items = self.items.as_ref();
         match &self.how {
             Items::Json => {
+                let e = &items[i];
                 recycle::room(out, e.item.len())?;
                 out.extend_from_slice(&e.item);
             }
             Items::Metadata(v) => {
+                let e = &items[i];
                 recycle::room(out, e.meta().len() + meta::PARTIAL)?;
                 meta::put_partial(out, *v, e.meta());
             }
-            Items::Table { spec, now } => spec.put_list_row(out, &self.codec, e, *now)?,
+            Items::Table { spec, now, order } => {
+                let e = match order {
+                    Some(o) => &items[o[i]],
+                    None => &items[i],
+                };
+                spec.put_list_row(out, &self.codec, e, *now)?;
+            }
             Items::Protobuf => {
+                let e = &items[i];
                 // Checked when the body was made.
                 let m = self.codec.protobuf_message(e).unwrap_or_default();
                 recycle::room(out, protobuf::list_item_len(m.len()))?;
                 protobuf::put_list_item(out, m);
             }
             Items::ProtobufPartial(schema) => {
+                let e = &items[i];
                 // Made once already, for its length: it transcodes.
                 let m = protobuf::partial_message_in(schema, e.meta()).unwrap_or_default();
                 recycle::room(out, protobuf::list_item_len(m.len()))?;
@@ -459,7 +415,7 @@ mod tests {
 
     /// The body written in pieces of at least the sizes `wants` cycles
     /// through.
-    fn in_chunks(body: &mut ListBody<&TypeCodec>, wants: &[usize]) -> Vec<u8> {
+    fn in_chunks(body: &mut ListBody<&TypeCodec, &[Arc<Entry>]>, wants: &[usize]) -> Vec<u8> {
         let mut out = Vec::new();
         for want in wants.iter().cycle() {
             let mut chunk = Vec::new();
@@ -483,15 +439,10 @@ mod tests {
             let (c, items) = (codec(), pods(n));
             for repr in reprs() {
                 let whole = repr.list(&c, &meta(), &items).unwrap();
-                let mut body = repr.list_body(&c, &meta(), Source::Slice(&items)).unwrap();
+                let mut body = repr.list_body(&c, &meta(), &items[..]).unwrap();
                 let streamed = in_chunks(&mut body, &wants);
                 prop_assert!(streamed == whole[..], "{repr:?} of {n} differs streamed");
-                // Walked as they are written (nothing known beforehand).
-                let walk = Source::Walk(Box::new(items.clone().into_iter()));
-                let mut body = repr.list_body(&c, &meta(), walk).unwrap();
-                let walked = in_chunks(&mut body, &wants);
-                prop_assert!(walked == whole[..], "{repr:?} of {n} differs walked");
-                if let Some(len) = repr.list_body(&c, &meta(), Source::Slice(&items)).unwrap().exact_len() {
+                if let Some(len) = repr.list_body(&c, &meta(), &items[..]).unwrap().exact_len() {
                     prop_assert_eq!(len, whole.len(), "{:?}'s exact length", repr);
                 }
                 if repr.is_protobuf() {
@@ -499,9 +450,8 @@ mod tests {
                 }
                 for raw_data in [false, true] {
                     let laid = Layout::Indented { raw_data }.apply(whole.clone()).unwrap();
-                    let walk = Source::Walk(Box::new(items.clone().into_iter()));
                     let mut body = repr
-                        .list_body(&c, &meta(), walk)
+                        .list_body(&c, &meta(), &items[..])
                         .unwrap()
                         .indented(raw_data)
                         .unwrap();
@@ -534,7 +484,7 @@ mod tests {
         let (c, items) = (codec(), pods(3));
         let whole = Repr::Json.list(&c, &meta(), &items).unwrap();
         let body = Repr::Json
-            .list_body(&c, &meta(), Source::Slice(&items))
+            .list_body(&c, &meta(), &items[..])
             .unwrap()
             .without_newline();
         assert_eq!(body.exact_len(), Some(whole.len() - 1));
@@ -555,7 +505,7 @@ mod tests {
             c.from_object(br#"{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"name":"w","namespace":"n","resourceVersion":"3"}}"#)
                 .unwrap(),
         );
-        let made = Repr::Protobuf(None).list_body(&c, &meta(), Source::Vec(vec![w]));
+        let made = Repr::Protobuf(None).list_body(&c, &meta(), vec![w]);
         assert!(matches!(made, Err(ListError::Unencodable(_))));
     }
 }

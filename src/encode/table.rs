@@ -207,12 +207,6 @@ impl TableSpec {
         Ok(())
     }
 
-    /// Whether the printer's list function prints rows in an order of its
-    /// own (then every row is read before the first is written).
-    pub(crate) fn has_row_order(&self) -> bool {
-        self.printer.list_order().is_some()
-    }
-
     /// The order the printer's list function prints `items` in, as their
     /// indices, if not theirs: by the printer's key and then by name.
     pub(crate) fn row_order(&self, items: &[Arc<Entry>]) -> Option<Vec<usize>> {

@@ -11,7 +11,6 @@ use crate::cache::bodies::{compress, kept, BodyKey, FinishError, Finished, Outpu
 use crate::cache::TypeCache;
 use crate::encode::codec::{Entry, Snapshot, TypeCodec};
 use crate::encode::json;
-use crate::encode::list_body::Source;
 use crate::encode::list_meta::ListMeta;
 use crate::encode::pretty::Layout;
 use crate::encode::recycle::NoMemory;
@@ -20,7 +19,7 @@ use crate::freshness::{Unproven, Want};
 use crate::request::{ContinueToken, ReadMode};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
-use crate::store::page::{read_page_counted, PageRequest, Walk};
+use crate::store::page::{read_page_counted, PageRequest};
 use http::Response;
 use std::future::Future;
 use std::pin::Pin;
@@ -303,32 +302,16 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                 && kept::keeps(objects, bytes, limit, stitchable);
             if !keep {
                 // Written as the client reads it, holding a few chunks
-                // (`stream::HELD`), not the body; a whole list's items
-                // walked as they are written, so that its first byte waits
-                // for nothing but its first item (a page's are read first:
-                // its continue key and count say what follows them).
-                let (meta, items) = match protobuf_page {
-                    None if limit == 0 => {
-                        let meta = ListMeta {
-                            resource_version: snap.rv,
-                            ..Default::default()
-                        };
-                        let walk = Walk::new(snap.items.clone(), &prefix, &labels, &fields);
-                        (meta, Source::Walk(Box::new(walk)))
-                    }
-                    page => {
-                        let page = page.unwrap_or_else(|| {
-                            read_page_counted(
-                                &snap.items,
-                                &req,
-                                Some((tc.store.remaining_counts(), snap.version())),
-                            )
-                        });
-                        let meta = ListMeta::of_page(snap.rv, &page, codec.personality);
-                        (meta, Source::Vec(page.items))
-                    }
-                };
-                let mut list = repr.list_body(codec, &meta, items)?;
+                // (`stream::HELD`), not the body.
+                let page = protobuf_page.unwrap_or_else(|| {
+                    read_page_counted(
+                        &snap.items,
+                        &req,
+                        Some((tc.store.remaining_counts(), snap.version())),
+                    )
+                });
+                let meta = ListMeta::of_page(snap.rv, &page, codec.personality);
+                let mut list = repr.list_body(codec, &meta, page.items)?;
                 match out.layout {
                     Layout::Compact => {}
                     Layout::Unindented => list = list.without_newline(),
@@ -336,12 +319,8 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                         list = list.indented(raw_data).map_err(ListError::from)?
                     }
                 }
-                // What it holds at most; less if it is smaller (walked
-                // items: nothing known of its size).
-                let room = match list.likely_len() {
-                    0 => in_flight.reserve(stream::HELD)?,
-                    n => in_flight.reserve(stream::HELD.min(likely_size(n, out)))?,
-                };
+                let room =
+                    in_flight.reserve(stream::HELD.min(likely_size(list.likely_len(), out)))?;
                 let streamed = stream::stream(list, out, room).await?;
                 return Ok(Answer::List(streamed, content_type));
             }

@@ -16,7 +16,7 @@
 use super::compress::{self, LEVEL};
 use super::finish::{FinishError, Finished, Output};
 use crate::body::{self, Body};
-use crate::encode::codec::TypeCodec;
+use crate::encode::codec::{Entry, TypeCodec};
 use crate::encode::list_body::ListBody;
 use crate::encode::pretty::Layout;
 use crate::encode::recycle::{self, NoMemory};
@@ -26,7 +26,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 /// A list being written, owning what it writes.
-pub type OwnedList = ListBody<'static, Arc<TypeCodec>>;
+pub type OwnedList = ListBody<Arc<TypeCodec>, Vec<Arc<Entry>>>;
 
 /// The bytes a chunk is written up to (its last piece may pass it). Small,
 /// because the connection queues up to 16 of them (hyper's
@@ -172,8 +172,6 @@ async fn run<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::codec::Entry;
-    use crate::encode::list_body::Source;
     use crate::encode::list_meta::ListMeta;
     use crate::encode::personality::Personality;
     use crate::encode::print::Printer;
@@ -248,9 +246,7 @@ mod tests {
                     let out = Output { layout, gzip };
                     let whole = repr.list(&c, &meta, &items).unwrap();
                     let want = Finished::make(whole, out).await.unwrap();
-                    let mut list = repr
-                        .list_body(c.clone(), &meta, Source::Vec(items.clone()))
-                        .unwrap();
+                    let mut list = repr.list_body(c.clone(), &meta, items.clone()).unwrap();
                     if layout != Layout::Compact {
                         list = list.indented(false).unwrap();
                     }
@@ -274,15 +270,13 @@ mod tests {
         let c = codec();
         let meta = ListMeta::default();
         let out = Output::default();
-        let small = Repr::Json
-            .list_body(c.clone(), &meta, Source::Vec(pods(&c, 3)))
-            .unwrap();
+        let small = Repr::Json.list_body(c.clone(), &meta, pods(&c, 3)).unwrap();
         assert!(matches!(
             stream(small, out, ()).await.unwrap(),
             Streamed::Whole(_)
         ));
         let big = Repr::Json
-            .list_body(c.clone(), &meta, Source::Vec(pods(&c, 200)))
+            .list_body(c.clone(), &meta, pods(&c, 200))
             .unwrap();
         assert!(big.exact_len().unwrap() > CHUNK);
         assert!(matches!(
@@ -296,11 +290,7 @@ mod tests {
         let c = codec();
         let held = Arc::new(());
         let list = Repr::Json
-            .list_body(
-                c.clone(),
-                &ListMeta::default(),
-                Source::Vec(pods(&c, 2_000)),
-            )
+            .list_body(c.clone(), &ListMeta::default(), pods(&c, 2_000))
             .unwrap();
         let Streamed::Stream { mut body, .. } =
             stream(list, Output::default(), held.clone()).await.unwrap()
