@@ -9,7 +9,6 @@
 
 use super::codec::{Entry, TypeCodec};
 use super::list_meta::ListMeta;
-use super::pretty::{self, ListItems};
 use super::recycle::{self, NoMemory};
 use super::repr::{ListError, Repr, Unencodable};
 use super::table::TableSpec;
@@ -54,18 +53,6 @@ pub struct ListBody<C, I> {
     exact: Option<usize>,
     /// Its length as guessed beforehand, when not.
     guess: usize,
-    /// Laid out indented (`Layout::Indented`): each item is written
-    /// compact into `scratch`, then indented.
-    indented: Option<Indented>,
-    scratch: Vec<u8>,
-}
-
-/// How an indented list's items are laid out.
-struct Indented {
-    raw_data: bool,
-    items: ListItems,
-    /// The spaces each item starts at.
-    spaces: usize,
 }
 
 impl Repr {
@@ -157,8 +144,6 @@ impl Repr {
             next: 0,
             exact,
             guess,
-            indented: None,
-            scratch: Vec::new(),
         })
     }
 
@@ -200,52 +185,6 @@ where
         self
     }
 
-    /// The body laid out indented, as `Layout::Indented { raw_data }` lays
-    /// out the whole body (the pretty JSON curl, Wget and browsers get).
-    pub fn indented(mut self, raw_data: bool) -> Result<Self, NoMemory> {
-        if self.indented.is_some() || self.is_protobuf() {
-            return Ok(self);
-        }
-        let items = match self.how {
-            Items::Table { .. } => ListItems::Rows,
-            _ => ListItems::Objects,
-        };
-        self.exact = None;
-        self.guess = self.guess.saturating_mul(2);
-        if self.count() == 0 {
-            // No items: the head and tail are the whole body.
-            let mut doc = self.head.clone();
-            doc.extend_from_slice(&self.tail);
-            self.head = pretty::indent(&doc, raw_data)?.to_vec();
-            self.tail.clear();
-            self.written = false;
-            return Ok(self);
-        }
-        let Some(ends) = pretty::indent_list_ends(&self.head, &self.tail, raw_data)? else {
-            // The ends of every list kubecache writes read as a list (the
-            // tests hold every representation to it); were one not to, the
-            // body is laid out whole, as before lists were streamed.
-            let mut whole = Vec::new();
-            self.fill(&mut whole, usize::MAX)?;
-            self.head = pretty::indent(&whole, raw_data)?.to_vec();
-            self.tail.clear();
-            self.written = false;
-            self.next = 0;
-            return Ok(self);
-        };
-        (self.head, self.tail) = (ends.head, ends.tail);
-        self.indented = Some(Indented {
-            raw_data,
-            items,
-            spaces: ends.spaces,
-        });
-        Ok(self)
-    }
-
-    fn is_protobuf(&self) -> bool {
-        matches!(self.how, Items::Protobuf | Items::ProtobufPartial(_))
-    }
-
     /// Whether a chunk of it is cheap to write (copying kept bytes), or
     /// work (printing rows, transcoding metadata).
     pub fn is_light(&self) -> bool {
@@ -276,7 +215,7 @@ where
                     recycle::room(out, self.head.len())?;
                     out.extend_from_slice(&self.head);
                 }
-                i if i <= n => self.item_with_separator(i - 1, out)?,
+                i if i <= n => self.item(i - 1, out)?,
                 _ => {
                     recycle::room(out, self.tail.len())?;
                     out.extend_from_slice(&self.tail);
@@ -294,43 +233,24 @@ where
         Ok(recycle::freeze(b))
     }
 
-    /// The `i`th item (in the order written) after its separator: a
-    /// comma, or in an indented list a comma, a newline and the item's
-    /// indentation.
-    fn item_with_separator(&mut self, i: usize, out: &mut Vec<u8>) -> Result<(), NoMemory> {
-        let Some(ind) = &self.indented else {
-            if i > 0 && !self.is_protobuf() {
-                recycle::room(out, 1)?;
-                out.push(b',');
-            }
-            return self.item(i, out);
-        };
-        let (raw_data, items, spaces) = (ind.raw_data, ind.items, ind.spaces);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        self.item(i, &mut scratch)?;
-        if i > 0 {
-            recycle::room(out, spaces + 2)?;
-            out.extend_from_slice(b",\n");
-            out.resize(out.len() + spaces, b' ');
-        }
-        pretty::indent_item(out, &scratch, raw_data, items, spaces)?;
-        self.scratch = scratch;
-        Ok(())
-    }
-
-    /// The `i`th item written (in the order written), compact.
+    /// The `i`th item written (in the order written), and its separator.
     fn item(&self, i: usize, out: &mut Vec<u8>) -> Result<(), NoMemory> {
         let items = self.items.as_ref();
         match &self.how {
             Items::Json => {
                 let e = &items[i];
-                recycle::room(out, e.item.len())?;
+                recycle::room(out, e.item.len() + 1)?;
+                if i > 0 {
+                    out.push(b',');
+                }
                 out.extend_from_slice(&e.item);
             }
             Items::Metadata(v) => {
                 let e = &items[i];
-                recycle::room(out, e.meta().len() + meta::PARTIAL)?;
+                recycle::room(out, e.meta().len() + meta::PARTIAL + 1)?;
+                if i > 0 {
+                    out.push(b',');
+                }
                 meta::put_partial(out, *v, e.meta());
             }
             Items::Table { spec, now, order } => {
@@ -338,7 +258,7 @@ where
                     Some(o) => &items[o[i]],
                     None => &items[i],
                 };
-                spec.put_list_row(out, &self.codec, e, *now)?;
+                spec.put_list_row(out, &self.codec, e, i > 0, *now)?;
             }
             Items::Protobuf => {
                 let e = &items[i];
@@ -363,7 +283,6 @@ where
 mod tests {
     use super::*;
     use crate::encode::personality::Personality;
-    use crate::encode::pretty::Layout;
     use crate::encode::print::Printer;
     use crate::encode::style::ListStyle;
     use crate::encode::table::{Include, TableSpec};
@@ -444,24 +363,6 @@ mod tests {
                 prop_assert!(streamed == whole[..], "{repr:?} of {n} differs streamed");
                 if let Some(len) = repr.list_body(&c, &meta(), &items[..]).unwrap().exact_len() {
                     prop_assert_eq!(len, whole.len(), "{:?}'s exact length", repr);
-                }
-                if repr.is_protobuf() {
-                    continue;
-                }
-                for raw_data in [false, true] {
-                    let laid = Layout::Indented { raw_data }.apply(whole.clone()).unwrap();
-                    let mut body = repr
-                        .list_body(&c, &meta(), &items[..])
-                        .unwrap()
-                        .indented(raw_data)
-                        .unwrap();
-                    let streamed = in_chunks(&mut body, &wants);
-                    prop_assert!(
-                        streamed == laid[..],
-                        "{repr:?} of {n} differs indented:\n{}\n---\n{}",
-                        String::from_utf8_lossy(&streamed),
-                        String::from_utf8_lossy(&laid)
-                    );
                 }
             }
         }

@@ -193,16 +193,21 @@ impl TableSpec {
         }
     }
 
-    /// A list's row of `e`, its ages as of `now`.
+    /// A list's row of `e`, after a comma unless it is the first, its ages
+    /// as of `now`.
     pub(crate) fn put_list_row(
         &self,
         b: &mut Vec<u8>,
         codec: &TypeCodec,
         e: &Entry,
+        comma: bool,
         now: Nanos,
     ) -> Result<(), NoMemory> {
         let row = self.row(e);
         recycle::room(b, self.row_object_len(e) + row.max_len() + ROW)?;
+        if comma {
+            b.put_u8(b',');
+        }
         self.put_row(b, &row, |b| self.put_row_object(b, codec, e), now);
         Ok(())
     }

@@ -7,7 +7,7 @@ use super::limits::{BytesInFlight, LimitError};
 use super::watch::{self, WatchSpec};
 use crate::body::Body;
 use crate::cache::bodies::stream::{self, Streamed};
-use crate::cache::bodies::{compress, kept, BodyKey, FinishError, Finished, Output, ReprKey};
+use crate::cache::bodies::{compress, BodyKey, FinishError, Finished, Output, ReprKey};
 use crate::cache::TypeCache;
 use crate::encode::codec::{Entry, Snapshot, TypeCodec};
 use crate::encode::json;
@@ -285,22 +285,10 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                 }
                 protobuf_page = Some(page);
             }
-            // Unfiltered, the items are a key-ordered run of the snapshot:
-            // their gzip pieces fit together.
-            let stitchable = out.gzip
-                && out.layout == Layout::Compact
-                && matches!(repr, Repr::Json)
-                && labels.is_empty()
-                && fields.is_empty();
             // Whole lists and pages of the newest snapshot are what many
-            // clients ask for alike: kept until the next event, unless too
-            // big to make whole before the first byte.
-            let (objects, bytes) = tc.store.size();
-            let keep = labels.is_empty()
-                && fields.is_empty()
-                && snap.rv == tc.store.rv()
-                && kept::keeps(objects, bytes, limit, stitchable);
-            if !keep {
+            // clients ask for alike: kept until the next event.
+            let keep = labels.is_empty() && fields.is_empty() && snap.rv == tc.store.rv();
+            if !keep && !matches!(out.layout, Layout::Indented { .. }) {
                 // Written as the client reads it, holding a few chunks
                 // (`stream::HELD`), not the body.
                 let page = protobuf_page.unwrap_or_else(|| {
@@ -312,18 +300,21 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                 });
                 let meta = ListMeta::of_page(snap.rv, &page, codec.personality);
                 let mut list = repr.list_body(codec, &meta, page.items)?;
-                match out.layout {
-                    Layout::Compact => {}
-                    Layout::Unindented => list = list.without_newline(),
-                    Layout::Indented { raw_data } => {
-                        list = list.indented(raw_data).map_err(ListError::from)?
-                    }
+                if out.layout == Layout::Unindented {
+                    list = list.without_newline();
                 }
                 let room =
                     in_flight.reserve(stream::HELD.min(likely_size(list.likely_len(), out)))?;
                 let streamed = stream::stream(list, out, room).await?;
                 return Ok(Answer::List(streamed, content_type));
             }
+            // Unfiltered, the items are a key-ordered run of the snapshot:
+            // their gzip pieces fit together.
+            let stitchable = out.gzip
+                && out.layout == Layout::Compact
+                && matches!(repr, Repr::Json)
+                && labels.is_empty()
+                && fields.is_empty();
             // Assembled before anything awaits: a Table's spec is not `Sync`.
             let make = || -> Pin<Box<dyn Future<Output = Result<Finished, ReadError>> + Send>> {
                 let page = protobuf_page.unwrap_or_else(|| {
