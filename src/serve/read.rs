@@ -6,7 +6,6 @@
 use super::limits::{BytesInFlight, LimitError};
 use super::watch::{self, WatchSpec};
 use crate::body::Body;
-use crate::cache::bodies::stream::{self, Streamed};
 use crate::cache::bodies::{compress, BodyKey, FinishError, Finished, Output, ReprKey};
 use crate::cache::TypeCache;
 use crate::encode::codec::{Entry, Snapshot, TypeCodec};
@@ -84,8 +83,6 @@ pub enum Answer {
     Body(Finished, &'static str),
     /// A watch: the response streams on its own.
     Stream(Response<Body>),
-    /// A list written as the client reads it, and its `Content-Type`.
-    List(Streamed, &'static str),
 }
 
 /// What only reading can tell the cache cannot answer: the upstream must.
@@ -285,29 +282,6 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                 }
                 protobuf_page = Some(page);
             }
-            // Whole lists and pages of the newest snapshot are what many
-            // clients ask for alike: kept until the next event.
-            let keep = labels.is_empty() && fields.is_empty() && snap.rv == tc.store.rv();
-            if !keep && !matches!(out.layout, Layout::Indented { .. }) {
-                // Written as the client reads it, holding a few chunks
-                // (`stream::HELD`), not the body.
-                let page = protobuf_page.unwrap_or_else(|| {
-                    read_page_counted(
-                        &snap.items,
-                        &req,
-                        Some((tc.store.remaining_counts(), snap.version())),
-                    )
-                });
-                let meta = ListMeta::of_page(snap.rv, &page, codec.personality);
-                let mut list = repr.list_body(codec, &meta, page.items)?;
-                if out.layout == Layout::Unindented {
-                    list = list.without_newline();
-                }
-                let room =
-                    in_flight.reserve(stream::HELD.min(likely_size(list.likely_len(), out)))?;
-                let streamed = stream::stream(list, out, room).await?;
-                return Ok(Answer::List(streamed, content_type));
-            }
             // Unfiltered, the items are a key-ordered run of the snapshot:
             // their gzip pieces fit together.
             let stitchable = out.gzip
@@ -366,6 +340,9 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                     Err(e) => Box::pin(std::future::ready(Err(e.into()))),
                 }
             };
+            // Whole lists and pages of the newest snapshot are what many
+            // clients ask for alike: kept until the next event.
+            let keep = labels.is_empty() && fields.is_empty() && snap.rv == tc.store.rv();
             let body = if keep {
                 let key = BodyKey {
                     prefix: prefix.clone(),
