@@ -150,66 +150,63 @@ impl Schema {
     /// made with the other's.
     pub const SLOTS: usize = 6;
 
-    /// The schema of the v1.20 API, parsed on first use.
+    /// The schema in memo slot `slot`, parsed on first use.
+    fn load(slot: usize) -> &'static Schema {
+        // Each schema's file and release, by slot (the slots are the order
+        // the releases were added in: a slot, once given, is kept).
+        const FILES: [(&str, &str); Schema::SLOTS] = [
+            (include_str!("schema.json"), "v1.20"),
+            (include_str!("schema_v1_36.json"), "v1.36"),
+            (include_str!("schema_v1_33.json"), "v1.33"),
+            (include_str!("schema_v1_34.json"), "v1.34"),
+            (include_str!("schema_v1_35.json"), "v1.35"),
+            (include_str!("schema_v1_32.json"), "v1.32"),
+        ];
+        static SCHEMAS: [OnceLock<Schema>; Schema::SLOTS] =
+            [const { OnceLock::new() }; Schema::SLOTS];
+        SCHEMAS[slot].get_or_init(|| {
+            let (json, release) = FILES[slot];
+            Schema::parse(json, slot, release).unwrap_or_else(|e| {
+                panic!("the {release} schema kubecache carries is malformed: {e}")
+            })
+        })
+    }
+
+    /// The schema of the v1.20 API (`schema.json`, dumped off its Go types).
     pub fn v1_20() -> &'static Schema {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| {
-            Schema::parse(include_str!("schema.json"), 0, "v1.20")
-                .expect("schema.json is well-formed")
-        })
+        Schema::load(0)
     }
 
-    /// The schema of the v1.36 API, parsed on first use: the kinds v1.36
-    /// serves by default, with the fields added since v1.20 and without
-    /// the ones removed (ObjectMeta's clusterName).
+    /// The schema of the v1.36 API: the kinds v1.36 serves by default,
+    /// with the fields added since v1.20 and without the ones removed
+    /// (ObjectMeta's clusterName).
     pub fn v1_36() -> &'static Schema {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| {
-            Schema::parse(include_str!("schema_v1_36.json"), 1, "v1.36")
-                .expect("schema_v1_36.json is well-formed")
-        })
+        Schema::load(1)
     }
 
-    /// The schema of the v1.32 API, parsed on first use: 1.33's messages
-    /// without the fields 1.33 added (`--release 32`).
+    /// The schema of the v1.32 API: 1.33's messages without the fields
+    /// 1.33 added (`schema_v1_36.py --release 32`).
     pub fn v1_32() -> &'static Schema {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| {
-            Schema::parse(include_str!("schema_v1_32.json"), 5, "v1.32")
-                .expect("schema_v1_32.json is well-formed")
-        })
+        Schema::load(5)
     }
 
-    /// The schema of the v1.33 API, parsed on first use: v1.36's Go types
-    /// as v1.33 had them (`schema_v1_36.py --release 33`: the k8s-pb
-    /// crate generated from 1.33, without the fields and kinds of 1.34
-    /// and later).
+    /// The schema of the v1.33 API: v1.36's Go types as v1.33 had them
+    /// (`--release 33`: the k8s-pb crate generated from 1.33, without the
+    /// fields and kinds of 1.34 and later).
     pub fn v1_33() -> &'static Schema {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| {
-            Schema::parse(include_str!("schema_v1_33.json"), 2, "v1.33")
-                .expect("schema_v1_33.json is well-formed")
-        })
+        Schema::load(2)
     }
 
-    /// The schema of the v1.34 API, parsed on first use: 1.35.0's
-    /// messages without the fields 1.35 added (`--release 34`).
+    /// The schema of the v1.34 API: 1.35.0's messages without the fields
+    /// 1.35 added (`--release 34`).
     pub fn v1_34() -> &'static Schema {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| {
-            Schema::parse(include_str!("schema_v1_34.json"), 3, "v1.34")
-                .expect("schema_v1_34.json is well-formed")
-        })
+        Schema::load(3)
     }
 
-    /// The schema of the v1.35 API, parsed on first use: 1.35.0's
-    /// messages, without the fields and kinds 1.36 added (`--release 35`).
+    /// The schema of the v1.35 API: 1.35.0's messages, without the fields
+    /// and kinds 1.36 added (`--release 35`).
     pub fn v1_35() -> &'static Schema {
-        static SCHEMA: OnceLock<Schema> = OnceLock::new();
-        SCHEMA.get_or_init(|| {
-            Schema::parse(include_str!("schema_v1_35.json"), 4, "v1.35")
-                .expect("schema_v1_35.json is well-formed")
-        })
+        Schema::load(4)
     }
 
     /// The memo slot of messages made with this schema (below
@@ -218,7 +215,6 @@ impl Schema {
         self.slot
     }
 
-    /// The release whose Go types these are (`v1.20`).
     /// The schema of `messages`' Go types.
     pub fn of(messages: crate::encode::personality::Messages) -> &'static Schema {
         use crate::encode::personality::Messages;
@@ -232,6 +228,7 @@ impl Schema {
         }
     }
 
+    /// The release whose Go types these are (`v1.20`).
     pub fn release(&self) -> &'static str {
         self.release
     }

@@ -25,8 +25,6 @@ fn set<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
 const ROLE_PREFIX: &str = "node-role.kubernetes.io/";
 const ROLE_LABEL: &str = "kubernetes.io/role";
 
-/// `printNode`: Ready/NotReady from the last Ready condition (Unknown
-/// without one), SchedulingDisabled when cordoned; roles from labels.
 /// v1.36's printers where they differ from v1.20's, v1.34's and v1.35's:
 /// a node's kernel version with its architecture (kubernetes#132402,
 /// listed in CHANGELOG-1.36 under v1.36.0-alpha.1). v1.34 and v1.35 print
@@ -51,6 +49,8 @@ fn node_v1_36(n: &Value, r: &mut RowBuilder) {
     node_as(n, r, true)
 }
 
+/// `printNode`: Ready/NotReady from the last Ready condition (Unknown
+/// without one), SchedulingDisabled when cordoned; roles from labels.
 fn node_as(n: &Value, r: &mut RowBuilder, v1_36: bool) {
     let ready = arr(n, &["status", "conditions"])
         .iter()
