@@ -57,7 +57,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             let page = read_page(&snap.items, &all(0));
             let meta = ListMeta::of_page(snap.rv, &page, Default::default());
-            black_box(json::list(&pods.codec, &meta, &page.items).unwrap())
+            black_box(Repr::Json.list(&pods.codec, &meta, &page.items).unwrap())
         })
     });
     g.finish();
@@ -145,12 +145,13 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
-    let body = json::list(
-        &pods.codec,
-        &ListMeta::of_page(snap.rv, &page, Default::default()),
-        &page.items,
-    )
-    .unwrap();
+    let body = Repr::Json
+        .list(
+            &pods.codec,
+            &ListMeta::of_page(snap.rv, &page, Default::default()),
+            &page.items,
+        )
+        .unwrap();
     let mut g = c.benchmark_group("gzip");
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.sample_size(10);
@@ -246,7 +247,11 @@ fn benches(c: &mut Criterion) {
             }
         })
     });
-    let spec = TableSpec::new(MetaVersion::V1, Include::Metadata, printer.clone());
+    let spec = Repr::Table(TableSpec::new(
+        MetaVersion::V1,
+        Include::Metadata,
+        printer.clone(),
+    ));
     let meta = ListMeta::of_page(snap.rv, &page, Default::default());
     g.bench_function("10k-pod Table list from cached rows", |b| {
         b.iter(|| black_box(spec.list(&pods.codec, &meta, &page.items).unwrap()))

@@ -17,8 +17,13 @@ pub fn full(b: impl Into<Bytes>) -> Body {
         .boxed_unsync()
 }
 
-/// A streaming body fed from a channel: watch responses, one frame per event.
-pub struct ChannelBody(tokio::sync::mpsc::Receiver<Bytes>);
+/// A streaming body fed from a channel: watch responses, one frame per
+/// event, and lists written as they are read.
+pub struct ChannelBody {
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    /// What is still to come, when known: it is sent as Content-Length.
+    left: Option<u64>,
+}
 
 impl http_body::Body for ChannelBody {
     type Data = Bytes;
@@ -27,16 +32,31 @@ impl http_body::Body for ChannelBody {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
-        self.0
-            .poll_recv(cx)
-            .map(|o| o.map(|b| Ok(http_body::Frame::data(b))))
+        let polled = self.rx.poll_recv(cx);
+        if let (std::task::Poll::Ready(Some(b)), Some(left)) = (&polled, &mut self.left) {
+            *left = left.saturating_sub(b.len() as u64);
+        }
+        polled.map(|o| o.map(|b| Ok(http_body::Frame::data(b))))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self.left {
+            Some(n) => http_body::SizeHint::with_exact(n),
+            None => http_body::SizeHint::default(),
+        }
     }
 }
 
 /// A body and the sender that writes it; dropping the sender ends it.
 pub fn channel(depth: usize) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
+    channel_of(depth, None)
+}
+
+/// [`channel`] for a body of `len` bytes, when known (the sender must
+/// send exactly that many).
+pub fn channel_of(depth: usize, len: Option<u64>) -> (tokio::sync::mpsc::Sender<Bytes>, Body) {
     let (tx, rx) = tokio::sync::mpsc::channel(depth);
-    (tx, ChannelBody(rx).boxed_unsync())
+    (tx, ChannelBody { rx, left: len }.boxed_unsync())
 }
 
 /// `bytes` as a body of slices of at most `slice` bytes (one allocation,

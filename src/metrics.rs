@@ -52,6 +52,10 @@ pub fn describe() {
         "kubecache_list_bodies_total",
         "Counter of whole-list bodies served, kept from an earlier request or made."
     );
+    describe_counter!(
+        "kubecache_streamed_lists_total",
+        "Counter of lists not kept, written as their clients read them, by how they went out: whole (they fit in their first chunk) or streamed."
+    );
     describe_gauge!(
         "kubecache_list_bodies_kept_bytes",
         Unit::Bytes,
@@ -370,6 +374,12 @@ pub fn list_body(outcome: BodyOutcome, kept_bytes: usize) {
     };
     counter!("kubecache_list_bodies_total", "outcome" => outcome).increment(1);
     gauge!("kubecache_list_bodies_kept_bytes").set(kept_bytes as f64);
+}
+
+/// A list not kept, written as its client reads it: `whole` when it fit
+/// in its first chunk, else `streamed`.
+pub fn streamed_list(finished: &'static str) {
+    counter!("kubecache_streamed_lists_total", "finished" => finished).increment(1);
 }
 
 /// What the buffers of big bodies waiting to be reused hold

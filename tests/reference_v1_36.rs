@@ -15,7 +15,6 @@ mod common;
 use flate2::read::GzDecoder;
 use http_body_util::BodyExt;
 use kubecache::encode::codec::{ListStyle, Store, TypeCodec};
-use kubecache::encode::json;
 use kubecache::encode::list_meta::ListMeta;
 use kubecache::encode::personality::Personality;
 use kubecache::encode::Repr;
@@ -152,7 +151,7 @@ fn a_walk_of_pages_is_v1_36s_byte_for_byte_continue_tokens_included() {
         let counts = Some((store.remaining_counts(), snap.version()));
         let page = read_page_counted(&snap.items, &req, counts);
         let meta = ListMeta::of_page(snap.rv, &page, codec.personality);
-        let body = json::list(&codec, &meta, &page.items).unwrap();
+        let body = Repr::Json.list(&codec, &meta, &page.items).unwrap();
         let want = reference(&format!("paging/configmaps.page{n}.json.gz"));
         assert_eq!(
             String::from_utf8_lossy(&body),
@@ -318,7 +317,7 @@ fn table_of(path: &str, json_file: &str) -> Vec<u8> {
             Arc::new(Printer::custom(Personality::NEWEST, 1, &cols).unwrap())
         }
     };
-    let spec = TableSpec::new(MetaVersion::V1, Include::Metadata, printer);
+    let spec = Repr::Table(TableSpec::new(MetaVersion::V1, Include::Metadata, printer));
     let meta = ListMeta {
         resource_version: rv,
         ..Default::default()

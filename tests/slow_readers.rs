@@ -1,12 +1,14 @@
 //! Clients that ask for big lists and never read them cannot pin
-//! kubecache's memory: what the cache's answers hold while clients read
-//! them is counted (once per allocation) against a budget, a list that
-//! would pass it is refused with the apiserver's 429, and other clients'
-//! lists are answered meanwhile.
+//! kubecache's memory: a list not kept is written as the client reads it,
+//! holding a few chunks (`stream::HELD`), not its body; what the cache's
+//! answers hold while clients read them is counted (once per allocation)
+//! against a budget, a list that would pass it is refused with the
+//! apiserver's 429, and other clients' lists are answered meanwhile.
 
 mod common;
 
 use common::*;
+use kubecache::cache::bodies::stream::HELD;
 use kubecache::serve::limits::LimitsConfig;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -42,17 +44,10 @@ async fn ask_and_stall(addr: std::net::SocketAddr, path: &str) -> (u16, TcpStrea
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn clients_that_never_read_their_lists_cannot_pin_more_than_the_budget() {
+async fn clients_that_never_read_their_lists_hold_a_few_chunks_each_not_the_list() {
     within(120, async {
         let sim = SimBuilder::new().pods(10_000).start().await;
-        let budget = 100 << 20;
-        let p = ProxyBuilder::new(&sim.url)
-            .limits(LimitsConfig {
-                max_bytes_in_flight: Some(budget),
-                ..Default::default()
-            })
-            .start()
-            .await;
+        let p = ProxyBuilder::new(&sim.url).start().await;
         wait_synced(&p, "/api/v1/pods", "v1/pods").await;
         let shared = format!("{}/api/v1/pods?resourceVersion=0", p.url);
         let whole = get(&shared).await;
@@ -62,10 +57,61 @@ async fn clients_that_never_read_their_lists_cannot_pin_more_than_the_budget() {
         let before = rss();
 
         // Each a different selector (matching every pod), so no two share
-        // a body: 30 would hold ~30 lists without the budget.
+        // a body: built whole, 100 would hold 100 lists (over 1 GB).
+        let mut stalled = Vec::new();
+        for i in 0..100 {
+            let path = format!("/api/v1/pods?resourceVersion=0&labelSelector=!absent-{i}");
+            let (status, s) = ask_and_stall(p.addr, &path).await;
+            assert_eq!(status, 200, "list {i}");
+            stalled.push(s);
+        }
+        let grown = rss().saturating_sub(before);
+        let bound = 100 * HELD + (64 << 20);
+        eprintln!(
+            "list {size} B; 100 answered and left unread; RSS grew {} MB (bound {} MB)",
+            grown >> 20,
+            bound >> 20
+        );
+        assert!(grown < bound, "RSS grew {} MB", grown >> 20);
+        assert!(p.in_flight.used() <= 100 * HELD);
+
+        // Meanwhile others are served: a list many share, and a small one.
+        let again = get(&shared).await;
+        assert_eq!(again.status, 200);
+        assert_eq!(again.body.len(), size);
+        let small = get(&format!(
+            "{}/api/v1/namespaces/default/pods?limit=10",
+            p.url
+        ))
+        .await;
+        assert_eq!(small.status, 200, "{}", small.text());
+
+        // Once they go, what they held is let go.
+        drop(stalled);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while p.in_flight.used() > 0 {
+            assert!(std::time::Instant::now() < deadline, "room still held");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_lists_count_against_the_budget_and_past_it_are_refused_with_429() {
+    within(120, async {
+        let sim = SimBuilder::new().pods(2_000).start().await;
+        let p = ProxyBuilder::new(&sim.url)
+            .limits(LimitsConfig {
+                max_bytes_in_flight: Some(4 * HELD),
+                ..Default::default()
+            })
+            .start()
+            .await;
+        wait_synced(&p, "/api/v1/pods", "v1/pods").await;
         let mut stalled = Vec::new();
         let (mut answered, mut refused) = (0, 0);
-        for i in 0..30 {
+        for i in 0..10 {
             let path = format!("/api/v1/pods?resourceVersion=0&labelSelector=!absent-{i}");
             let (status, s) = ask_and_stall(p.addr, &path).await;
             match status {
@@ -75,22 +121,11 @@ async fn clients_that_never_read_their_lists_cannot_pin_more_than_the_budget() {
             }
             stalled.push(s);
         }
-        let grown = rss().saturating_sub(before);
-        eprintln!(
-            "list {size} B; {answered} answered and left unread, {refused} refused; RSS grew {} MB (budget {} MB)",
-            grown >> 20,
-            budget >> 20
+        assert_eq!(
+            (answered, refused),
+            (4, 6),
+            "a stream holds HELD bytes of the budget"
         );
-        assert!(refused > 0 && answered > 0, "{answered} answered, {refused} refused");
-        assert!(answered * size <= budget + size, "{answered} × {size} B held");
-        assert!(grown < budget + (150 << 20), "RSS grew {} MB", grown >> 20);
-
-        // Meanwhile others are served: a list many share, and a small one.
-        let again = get(&shared).await;
-        assert_eq!(again.status, 200);
-        assert_eq!(again.body.len(), size);
-        let small = get(&format!("{}/api/v1/namespaces/default/pods?limit=10", p.url)).await;
-        assert_eq!(small.status, 200, "{}", small.text());
 
         // A refusal is the apiserver's 429, with Retry-After.
         let r = get(&format!(
@@ -98,10 +133,9 @@ async fn clients_that_never_read_their_lists_cannot_pin_more_than_the_budget() {
             p.url
         ))
         .await;
-        if r.status == 429 {
-            assert_eq!(r.headers["retry-after"], "1");
-            assert_eq!(r.text(), "Too many requests, please try again later.\n");
-        }
+        assert_eq!(r.status, 429);
+        assert_eq!(r.headers["retry-after"], "1");
+        assert_eq!(r.text(), "Too many requests, please try again later.\n");
 
         // Once they go, their room comes back.
         drop(stalled);

@@ -872,6 +872,11 @@ impl Sampler {
         self.peak_rss.load(Ordering::Relaxed).max(hwm)
     }
 
+    /// The highest RSS sampled (when the kernel's peak cannot be reset).
+    pub fn sampled_peak_rss(&self) -> u64 {
+        self.peak_rss.load(Ordering::Relaxed)
+    }
+
     pub fn peak_fds(&self) -> u64 {
         self.peak_fds.load(Ordering::Relaxed)
     }

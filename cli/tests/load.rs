@@ -12,6 +12,7 @@ mod common;
 mod load;
 
 use common::within;
+use kubecache::cache::bodies::stream::HELD;
 use load::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -105,7 +106,9 @@ async fn idle_connections_and_clients_that_never_read_leave_another_clients_list
         )
         .await
         .map_or(0, |(_, b)| b.len());
-        // More than the budget holds: some must be refused.
+        // More than the budget holds, were they built whole: streamed as
+        // they are read, each holds a few chunks (`HELD`), and all are
+        // answered.
         assert!(
             STALLERS as u64 * size as u64 > bounds.bytes_in_flight(),
             "{size}"
@@ -155,18 +158,10 @@ async fn idle_connections_and_clients_that_never_read_leave_another_clients_list
             sampler.peak_fds()
         );
         assert_eq!(still_open, IDLE, "idle connections closed");
-        assert_eq!(answered + refused, STALLERS, "other answers");
+        assert_eq!((answered, refused), (STALLERS, 0), "every list streamed");
         assert!(
-            in_flight >= (answered * size) as f64 && in_flight <= limit,
+            in_flight <= (STALLERS * HELD) as f64 && in_flight <= limit,
             "{in_flight} B counted in flight for {answered} unread {size} B lists"
-        );
-        assert!(
-            answered > 0 && refused > 0,
-            "{answered} answered, {refused} refused"
-        );
-        assert!(
-            (answered as u64 - 1) * size as u64 <= bounds.bytes_in_flight(),
-            "{answered} × {size} B held"
         );
         assert!(
             namespace.statuses.keys().all(|s| *s == 200) && namespace.times.len() >= 10,
@@ -188,7 +183,7 @@ async fn idle_connections_and_clients_that_never_read_leave_another_clients_list
         // reuse (freed a minute later). It stayed 1 GB up before.
         drop(stalled);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while metric(&base, "kubecache_bytes_in_flight ").await >= size as f64 {
+        while metric(&base, "kubecache_bytes_in_flight ").await > 0.0 {
             assert!(Instant::now() < deadline, "answers still counted in flight");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

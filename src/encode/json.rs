@@ -13,12 +13,6 @@ fn json_str(s: &str) -> String {
     serde_json::Value::from(s).to_string()
 }
 
-/// A whole list body, items spliced from their cached bytes.
-pub fn list(codec: &TypeCodec, meta: &ListMeta, items: &[Arc<Entry>]) -> Result<Bytes, NoMemory> {
-    let (head, tail) = list_ends(codec, meta);
-    join(&head, items, &tail)
-}
-
 /// The length of what [`join`] makes, exactly: it decides whether a body
 /// is over the gzip threshold.
 pub fn joined_len(head: &[u8], items: &[Arc<Entry>], tail: &[u8]) -> usize {
@@ -152,6 +146,14 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Option<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn list(
+        c: &TypeCodec,
+        meta: &ListMeta,
+        items: &[Arc<Entry>],
+    ) -> Result<Bytes, crate::encode::ListError> {
+        crate::encode::Repr::Json.list(c, meta, items)
+    }
 
     #[test]
     fn a_joined_body_is_as_long_as_said_whatever_the_item_count() {

@@ -3,17 +3,14 @@
 //! `asPartialObjectMetadata[List]` builds them, from the metadata bytes
 //! each entry's codec keeps (`codec::metadata`).
 
-use super::codec::Entry;
 use super::list_meta::ListMeta;
-use super::recycle::{self, NoMemory};
 use super::style::ListStyle;
 use crate::request::accept::MetaVersion;
 use bytes::{BufMut, Bytes};
-use std::sync::Arc;
 
 /// What [`put_partial`] writes besides the metadata (the longest
 /// apiVersion, `meta.k8s.io/v1beta1`, included).
-const PARTIAL: usize = 79;
+pub(crate) const PARTIAL: usize = 79;
 
 /// A PartialObjectMetadata appended to a body being built.
 pub(crate) fn put_partial(b: &mut Vec<u8>, v: MetaVersion, meta: &[u8]) {
@@ -39,50 +36,28 @@ pub fn partial_body(v: MetaVersion, meta: &[u8]) -> Bytes {
     Bytes::from(b)
 }
 
-/// A PartialObjectMetadataList: list metadata in `ListMeta` order whatever
-/// the resource, and `null` items when there are none, as v1.20 writes.
-pub fn partial_list(
-    v: MetaVersion,
-    meta: &ListMeta,
-    items: &[Arc<Entry>],
-) -> Result<Bytes, NoMemory> {
-    let size: usize = items.iter().map(|e| e.meta().len() + PARTIAL).sum();
+/// A PartialObjectMetadataList's bytes before its items: list metadata in
+/// `ListMeta` order whatever the resource, and `null` items when there
+/// are none (`empty`: the items are then in [`partial_list_tail`]), as
+/// v1.20 writes. Its items are [`put_partial`]s, comma-separated.
+pub(crate) fn partial_list_head(v: MetaVersion, meta: &ListMeta, empty: bool) -> Vec<u8> {
     let list_meta = meta.to_json(ListStyle::Typed);
-    let mut b = recycle::buffer(size + list_meta.len() + 128)?;
+    let mut b = Vec::with_capacity(list_meta.len() + 96);
     b.put_slice(b"{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"");
     b.put_slice(v.api_version().as_bytes());
     b.put_slice(b"\",\"metadata\":");
     b.put_slice(list_meta.as_bytes());
-    if items.is_empty() {
-        b.put_slice(b",\"items\":null}\n");
-        return Ok(recycle::freeze(b));
+    if !empty {
+        b.put_slice(b",\"items\":[");
     }
-    b.put_slice(b",\"items\":[");
-    for (i, e) in items.iter().enumerate() {
-        recycle::room(&mut b, e.meta().len() + PARTIAL + 1)?;
-        if i > 0 {
-            b.put_u8(b',');
-        }
-        put_partial(&mut b, v, e.meta());
-    }
-    recycle::room(&mut b, 4)?;
-    b.put_slice(b"]}\n");
-    Ok(recycle::freeze(b))
+    b
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_empty_metadata_list_has_null_items() {
-        let meta = ListMeta {
-            resource_version: 5,
-            ..Default::default()
-        };
-        assert_eq!(
-            &partial_list(MetaVersion::V1, &meta, &[]).unwrap()[..],
-            b"{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":null}\n"
-        );
+/// A PartialObjectMetadataList's bytes after its items.
+pub(crate) fn partial_list_tail(empty: bool) -> &'static [u8] {
+    if empty {
+        b",\"items\":null}\n"
+    } else {
+        b"]}\n"
     }
 }

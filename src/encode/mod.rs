@@ -9,13 +9,15 @@
 //! rows), `codec` (objects to entries and back, and the memos kept beside
 //! them), the bodies of each representation (`json`, `meta`, `table`,
 //! `bookmark`), `pretty` (the indented layout), `repr`, which picks
-//! among them, and `negotiate`, which picks the representation from a
+//! among them, `list_body` (a list's pieces in any of them, written whole
+//! or as the client reads), and `negotiate`, which picks the representation from a
 //! request's Accept header. (Watch streams gzipped between kubecaches are
 //! the transport's: `upstream::watch_gzip`.)
 
 pub mod bookmark;
 pub mod codec;
 pub mod json;
+pub mod list_body;
 pub mod list_meta;
 pub mod meta;
 pub mod negotiate;

@@ -170,6 +170,89 @@ pub fn indent(body: &[u8], raw_data: bool) -> Result<Bytes, NoMemory> {
     }
 }
 
+/// What a list's items are, as far as their layout depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListItems {
+    /// Objects (a list's `items`).
+    Objects,
+    /// A Table's `rows`.
+    Rows,
+}
+
+/// Stands for a list's items in its head and tail laid out alone: a string
+/// no list head holds.
+const ITEMS: &[u8] = b"\"\\u0000kubecache-items\\u0000\"";
+
+/// A list's head and tail laid out indented, and where its items start.
+pub struct IndentedEnds {
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+    /// The spaces each item starts at (after the first, each follows `,`,
+    /// a newline and that many spaces).
+    pub spaces: usize,
+}
+
+/// A list's compact `head` and `tail` (its bytes before and after the
+/// items, which are an array's elements) laid out as [`indent`] lays them
+/// out around at least one item. `None` if `head` and `tail` do not read
+/// as a list around its items.
+pub fn indent_list_ends(
+    head: &[u8],
+    tail: &[u8],
+    raw_data: bool,
+) -> Result<Option<IndentedEnds>, NoMemory> {
+    let mut doc = recycle::buffer(head.len() + ITEMS.len() + tail.len())?;
+    doc.extend_from_slice(head);
+    doc.extend_from_slice(ITEMS);
+    doc.extend_from_slice(tail);
+    let laid = indent(&doc, raw_data)?;
+    let Some(at) = laid.windows(ITEMS.len()).position(|w| w == ITEMS) else {
+        return Ok(None);
+    };
+    let before = &laid[..at];
+    let spaces = before.iter().rev().take_while(|&&b| b == b' ').count();
+    if !before[..before.len() - spaces].ends_with(b"[\n") {
+        return Ok(None);
+    }
+    Ok(Some(IndentedEnds {
+        head: before.to_vec(),
+        tail: laid[at + ITEMS.len()..].to_vec(),
+        spaces,
+    }))
+}
+
+/// One of a list's items (compact) appended to `out` as [`indent`] lays it
+/// out inside the list, starting at `spaces` (from [`indent_list_ends`]).
+pub fn indent_item(
+    out: &mut Vec<u8>,
+    item: &[u8],
+    raw_data: bool,
+    items: ListItems,
+    spaces: usize,
+) -> Result<(), NoMemory> {
+    let mut i = Indenter {
+        src: item,
+        pos: 0,
+        out: std::mem::take(out),
+        indent: spaces,
+        raw_data,
+        failed: None,
+    };
+    if i.room(item.len() + item.len() / 2) {
+        let ctx = match items {
+            ListItems::Objects => Ctx::Root,
+            ListItems::Rows => Ctx::TableRow,
+        };
+        // An item is two levels down: the list, its array.
+        i.value(ctx, 2);
+    }
+    *out = i.out;
+    match i.failed {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 impl Indenter<'_> {
     /// Room for `n` bytes and the punctuation after them, had fallibly. On
     /// failure the input is given up and the output emptied: the closing

@@ -3,7 +3,6 @@
 //! and a watch event from cached entries.
 
 use super::codec::{Entry, TypeCodec};
-use super::list_meta::ListMeta;
 use super::recycle::NoMemory;
 use super::table::TableSpec;
 use super::{bookmark, json, meta, protobuf};
@@ -87,37 +86,6 @@ impl Repr {
                 b.freeze()
             }
             Repr::Protobuf(_) => self.object(codec, e)?,
-        })
-    }
-
-    /// A list's body.
-    pub fn list(
-        &self,
-        codec: &TypeCodec,
-        m: &ListMeta,
-        items: &[Arc<Entry>],
-    ) -> Result<Bytes, ListError> {
-        Ok(match self {
-            Repr::Json => json::list(codec, m, items)?,
-            Repr::Metadata(v) => meta::partial_list(*v, m, items)?,
-            Repr::Table(t) => t.list(codec, m, items)?,
-            Repr::Protobuf(None) => {
-                let messages = items
-                    .iter()
-                    .map(|e| codec.protobuf_message(e).ok_or(Unencodable))
-                    .collect::<Result<Vec<&[u8]>, _>>()?;
-                let (v, kind) = (&codec.api_version, &codec.list_kind);
-                protobuf::list(v, kind, m, messages.iter().copied())?
-            }
-            Repr::Protobuf(Some(v)) => {
-                let schema = codec.protobuf_schema().ok_or(Unencodable)?;
-                let messages = items
-                    .iter()
-                    .map(|e| protobuf::partial_message_in(schema, e.meta()))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let kind = "PartialObjectMetadataList";
-                protobuf::list(v.api_version(), kind, m, messages.iter().map(Vec::as_slice))?
-            }
         })
     }
 

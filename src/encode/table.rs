@@ -166,58 +166,70 @@ impl TableSpec {
         }
     }
 
-    /// A list as a Table.
-    pub fn list(
-        &self,
-        codec: &TypeCodec,
-        meta: &ListMeta,
-        items: &[Arc<Entry>],
-    ) -> Result<Bytes, NoMemory> {
-        let now = time::now();
-        let object = |e: &Entry| match self.include {
+    /// A list as a Table, before and after its rows: the head, whether
+    /// rows are written (an empty list of a printer that writes `null`
+    /// rows has none), the tail (`encode::list_body` writes the rest).
+    pub(crate) fn list_ends(&self, meta: &ListMeta, empty: bool) -> (Vec<u8>, bool, &'static [u8]) {
+        let mut head = Vec::with_capacity(4096);
+        self.put_head(&mut head, &meta.to_json(ListStyle::Typed), true);
+        if empty && self.printer.null_when_empty() {
+            return (head, false, b"null}\n");
+        }
+        head.put_u8(b'[');
+        (head, true, b"]}\n")
+    }
+
+    /// A guess at the bytes of `items`' rows: a row's cells are not known
+    /// before it is printed.
+    pub(crate) fn list_guess(&self, items: &[Arc<Entry>]) -> usize {
+        items.iter().map(|e| self.row_object_len(e) + ROW).sum()
+    }
+
+    fn row_object_len(&self, e: &Entry) -> usize {
+        match self.include {
             Include::None => 4,
             Include::Metadata => e.meta().len() + 80,
             Include::Object => e.item.len() + 64,
-        };
-        // A row's cells are not known before it is printed: a guess.
-        let size: usize = items.iter().map(|e| object(e) + ROW).sum();
-        let mut b = recycle::buffer(size + 4096)?;
-        self.put_head(&mut b, &meta.to_json(ListStyle::Typed), true);
-        if items.is_empty() && self.printer.null_when_empty() {
-            b.put_slice(b"null}\n");
-            return Ok(recycle::freeze(b));
         }
-        b.put_u8(b'[');
-        let ordered = self.ordered(items);
-        for (i, e) in ordered.iter().enumerate() {
-            let row = self.row(e);
-            // Growing past the first guess is fallible too.
-            recycle::room(&mut b, object(e) + row.max_len() + ROW)?;
-            if i > 0 {
-                b.put_u8(b',');
-            }
-            self.put_row(&mut b, &row, |b| self.put_row_object(b, codec, e), now);
-        }
-        recycle::room(&mut b, 4)?;
-        b.put_slice(b"]}\n");
-        Ok(recycle::freeze(b))
     }
 
-    /// A page's entries in the order the printer's list function prints
-    /// them: the list's, or by the printer's key and then by name.
-    fn ordered<'a>(&self, items: &'a [Arc<Entry>]) -> std::borrow::Cow<'a, [Arc<Entry>]> {
-        let Some(key) = self.printer.list_order() else {
-            return std::borrow::Cow::Borrowed(items);
-        };
-        let mut keyed: Vec<(i64, Arc<Entry>)> = items
+    /// A list's row of `e`, its ages as of `now`.
+    pub(crate) fn put_list_row(
+        &self,
+        b: &mut Vec<u8>,
+        codec: &TypeCodec,
+        e: &Entry,
+        now: Nanos,
+    ) -> Result<(), NoMemory> {
+        let row = self.row(e);
+        recycle::room(b, self.row_object_len(e) + row.max_len() + ROW)?;
+        self.put_row(b, &row, |b| self.put_row_object(b, codec, e), now);
+        Ok(())
+    }
+
+    /// Whether the printer's list function prints rows in an order of its
+    /// own (then every row is read before the first is written).
+    pub(crate) fn has_row_order(&self) -> bool {
+        self.printer.list_order().is_some()
+    }
+
+    /// The order the printer's list function prints `items` in, as their
+    /// indices, if not theirs: by the printer's key and then by name.
+    pub(crate) fn row_order(&self, items: &[Arc<Entry>]) -> Option<Vec<usize>> {
+        let key = self.printer.list_order()?;
+        let mut keyed: Vec<(i64, usize)> = items
             .iter()
-            .map(|e| {
+            .enumerate()
+            .map(|(i, e)| {
                 let obj: Value = serde_json::from_slice(&e.item).unwrap_or(Value::Null);
-                (key(&obj), e.clone())
+                (key(&obj), i)
             })
             .collect();
-        keyed.sort_by(|(ka, a), (kb, b)| ka.cmp(kb).then_with(|| a.name().cmp(b.name())));
-        std::borrow::Cow::Owned(keyed.into_iter().map(|(_, e)| e).collect())
+        keyed.sort_by(|(ka, a), (kb, b)| {
+            ka.cmp(kb)
+                .then_with(|| items[*a].name().cmp(items[*b].name()))
+        });
+        Some(keyed.into_iter().map(|(_, i)| i).collect())
     }
 
     /// One object as a one-row Table: a get's body without its newline,

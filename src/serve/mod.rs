@@ -103,6 +103,10 @@ pub async fn handle(state: Arc<ServeState>, mut req: http::Request<Incoming>) ->
             let resp = respond::body_response(body, content_type, in_flight);
             (resp, ServedBy::Cache)
         }
+        Route::Answered(Answer::List(list, content_type)) => {
+            let resp = respond::list_response(list, content_type, &state.limits.in_flight);
+            (resp, ServedBy::Cache)
+        }
         Route::Answered(Answer::Stream(resp)) => match websocket_watch(&request, &resp, &req) {
             Some(Ok(accepted)) => {
                 let slot = req.extensions().get::<listener::ConnectionSlot>().cloned();

@@ -6,10 +6,12 @@
 use super::limits::{BytesInFlight, LimitError};
 use super::watch::{self, WatchSpec};
 use crate::body::Body;
-use crate::cache::bodies::{compress, BodyKey, FinishError, Finished, Output, ReprKey};
+use crate::cache::bodies::stream::{self, Streamed};
+use crate::cache::bodies::{compress, kept, BodyKey, FinishError, Finished, Output, ReprKey};
 use crate::cache::TypeCache;
 use crate::encode::codec::{Entry, Snapshot, TypeCodec};
 use crate::encode::json;
+use crate::encode::list_body::Source;
 use crate::encode::list_meta::ListMeta;
 use crate::encode::pretty::Layout;
 use crate::encode::recycle::NoMemory;
@@ -18,7 +20,7 @@ use crate::freshness::{Unproven, Want};
 use crate::request::{ContinueToken, ReadMode};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::Status;
-use crate::store::page::{read_page_counted, PageRequest};
+use crate::store::page::{read_page_counted, PageRequest, Walk};
 use http::Response;
 use std::future::Future;
 use std::pin::Pin;
@@ -83,6 +85,8 @@ pub enum Answer {
     Body(Finished, &'static str),
     /// A watch: the response streams on its own.
     Stream(Response<Body>),
+    /// A list written as the client reads it, and its `Content-Type`.
+    List(Streamed, &'static str),
 }
 
 /// What only reading can tell the cache cannot answer: the upstream must.
@@ -289,6 +293,58 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                 && matches!(repr, Repr::Json)
                 && labels.is_empty()
                 && fields.is_empty();
+            // Whole lists and pages of the newest snapshot are what many
+            // clients ask for alike: kept until the next event, unless too
+            // big to make whole before the first byte.
+            let (objects, bytes) = tc.store.size();
+            let keep = labels.is_empty()
+                && fields.is_empty()
+                && snap.rv == tc.store.rv()
+                && kept::keeps(objects, bytes, limit, stitchable);
+            if !keep {
+                // Written as the client reads it, holding a few chunks
+                // (`stream::HELD`), not the body; a whole list's items
+                // walked as they are written, so that its first byte waits
+                // for nothing but its first item (a page's are read first:
+                // its continue key and count say what follows them).
+                let (meta, items) = match protobuf_page {
+                    None if limit == 0 => {
+                        let meta = ListMeta {
+                            resource_version: snap.rv,
+                            ..Default::default()
+                        };
+                        let walk = Walk::new(snap.items.clone(), &prefix, &labels, &fields);
+                        (meta, Source::Walk(Box::new(walk)))
+                    }
+                    page => {
+                        let page = page.unwrap_or_else(|| {
+                            read_page_counted(
+                                &snap.items,
+                                &req,
+                                Some((tc.store.remaining_counts(), snap.version())),
+                            )
+                        });
+                        let meta = ListMeta::of_page(snap.rv, &page, codec.personality);
+                        (meta, Source::Vec(page.items))
+                    }
+                };
+                let mut list = repr.list_body(codec, &meta, items)?;
+                match out.layout {
+                    Layout::Compact => {}
+                    Layout::Unindented => list = list.without_newline(),
+                    Layout::Indented { raw_data } => {
+                        list = list.indented(raw_data).map_err(ListError::from)?
+                    }
+                }
+                // What it holds at most; less if it is smaller (walked
+                // items: nothing known of its size).
+                let room = match list.likely_len() {
+                    0 => in_flight.reserve(stream::HELD)?,
+                    n => in_flight.reserve(stream::HELD.min(likely_size(n, out)))?,
+                };
+                let streamed = stream::stream(list, out, room).await?;
+                return Ok(Answer::List(streamed, content_type));
+            }
             // Assembled before anything awaits: a Table's spec is not `Sync`.
             let make = || -> Pin<Box<dyn Future<Output = Result<Finished, ReadError>> + Send>> {
                 let page = protobuf_page.unwrap_or_else(|| {
@@ -340,9 +396,6 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                     Err(e) => Box::pin(std::future::ready(Err(e.into()))),
                 }
             };
-            // Whole lists and pages of the newest snapshot are what many
-            // clients ask for alike: kept until the next event.
-            let keep = labels.is_empty() && fields.is_empty() && snap.rv == tc.store.rv();
             let body = if keep {
                 let key = BodyKey {
                     prefix: prefix.clone(),

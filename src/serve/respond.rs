@@ -4,6 +4,7 @@
 
 use super::limits::BytesInFlight;
 use crate::body::{self, Body};
+use crate::cache::bodies::stream::Streamed;
 use crate::cache::bodies::Finished;
 use crate::encode::pretty::Layout;
 use crate::request::accept::{Accept, Endpoint, Media};
@@ -80,6 +81,21 @@ pub fn body_response(
         typed_response(StatusCode::OK, body, content_type),
         f.gzipped,
     )
+}
+
+/// A list from the cache: finished whole (`body_response`), or written as
+/// the client reads it.
+pub fn list_response(
+    list: Streamed,
+    content_type: &'static str,
+    in_flight: &std::sync::Arc<BytesInFlight>,
+) -> Response<Body> {
+    match list {
+        Streamed::Whole(f) => body_response(f, content_type, in_flight),
+        Streamed::Stream { body, gzipped } => {
+            encoded(typed_response(StatusCode::OK, body, content_type), gzipped)
+        }
+    }
 }
 
 /// A Status as compact JSON, whatever the request accepts (writes and

@@ -33,6 +33,84 @@ impl PageRequest<'_> {
     }
 }
 
+/// A whole list's items walked from a snapshot as they are written (no
+/// limit, so no continue key or count): those under `prefix` that match the
+/// selectors, in key order, read [`WALK_BATCH`] keys at a time, each batch
+/// a fresh descent of the snapshot's tree past the last key seen — the walk
+/// holds the snapshot, not an iterator into it. What a streamed list of a
+/// million objects reads before its first byte is its first batch.
+pub struct Walk<M> {
+    items: Items<M>,
+    prefix: String,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    /// The last key examined.
+    after: Option<Box<str>>,
+    batch: std::collections::VecDeque<Arc<Entry<M>>>,
+    done: bool,
+}
+
+/// Keys a walk examines at a time.
+pub const WALK_BATCH: usize = 256;
+
+impl<M> Walk<M> {
+    pub fn new(
+        items: Items<M>,
+        prefix: &str,
+        labels: &LabelSelector,
+        fields: &FieldSelector,
+    ) -> Self {
+        Walk {
+            items,
+            prefix: prefix.to_string(),
+            labels: labels.clone(),
+            fields: fields.clone(),
+            after: None,
+            batch: Default::default(),
+            done: false,
+        }
+    }
+
+    fn refill(&mut self) {
+        let start = match &self.after {
+            Some(k) => Bound::Excluded(&**k),
+            None => Bound::Included(self.prefix.as_str()),
+        };
+        let mut examined = 0;
+        let mut last = None;
+        let mut range = self
+            .items
+            .range((start, Bound::Unbounded))
+            .take_while(|e| e.key.starts_with(self.prefix.as_str()));
+        for e in range.by_ref() {
+            examined += 1;
+            if self.labels.matches(|k| e.label(k)) && self.fields.matches(|f| e.field(f)) {
+                self.batch.push_back(e.clone());
+            }
+            if examined == WALK_BATCH {
+                last = Some(e.key.clone());
+                break;
+            }
+        }
+        match last {
+            Some(k) => self.after = Some(k),
+            // The keys under the prefix ran out.
+            None => self.done = true,
+        }
+    }
+}
+
+impl<M> Iterator for Walk<M> {
+    type Item = Arc<Entry<M>>;
+
+    fn next(&mut self) -> Option<Arc<Entry<M>>> {
+        while self.batch.is_empty() && !self.done {
+            self.refill();
+        }
+        self.batch.pop_front()
+    }
+}
+
 pub fn read_page<M>(items: &Items<M>, req: &PageRequest<'_>) -> Page<M> {
     read_page_counted(items, req, None)
 }
@@ -236,5 +314,28 @@ mod tests {
         let pages = walk(&it, "", 0, &LabelSelector::default());
         assert_eq!(pages.len(), 1);
         assert_eq!(pages[0].0.len(), 3);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn a_walk_is_the_whole_list_read_as_one_page(
+            keys in proptest::collection::btree_set("(a|b|c)/[a-z]{1,3}x?", 0..700),
+            prefix in "(|a/|b/|c/)",
+            selected in proptest::bool::ANY,
+        ) {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let it = items(&keys);
+            let labels = if selected {
+                LabelSelector::parse("sel=yes").unwrap()
+            } else {
+                LabelSelector::default()
+            };
+            let fields = FieldSelector::default();
+            let page = read_page(&it, &PageRequest { prefix: &prefix, start: None, limit: 0, labels: &labels, fields: &fields });
+            let walked: Vec<Box<str>> = Walk::new(it.clone(), &prefix, &labels, &fields).map(|e| e.key.clone()).collect();
+            let read: Vec<Box<str>> = page.items.iter().map(|e| e.key.clone()).collect();
+            proptest::prop_assert_eq!(walked, read);
+        }
     }
 }

@@ -82,6 +82,8 @@ pub struct Proxy {
     pub url: String,
     pub addr: SocketAddr,
     pub cache: Arc<Cache>,
+    /// What its answers hold while clients read them.
+    pub in_flight: Arc<kubecache::serve::limits::BytesInFlight>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -242,6 +244,7 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
         None,
     );
     let state = Arc::new(state.unwrap());
+    let in_flight = state.limits.in_flight.clone();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let scheme = if b.tls.is_some() { "https" } else { "http" };
     tokio::spawn(kubecache::serve::run(
@@ -260,6 +263,7 @@ async fn proxy(b: ProxyBuilder) -> Proxy {
         url: format!("{scheme}://{addr}"),
         addr,
         cache,
+        in_flight,
         stop: Some(tx),
     }
 }

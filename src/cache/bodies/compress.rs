@@ -19,8 +19,12 @@ pub const THRESHOLD: usize = 128 * 1024;
 /// resembles (v1.20 uses 4; current apiservers 1). Kept list bodies are
 /// compressed once per version, so the ratio is what counts.
 pub fn gzip(body: &[u8]) -> Result<Bytes, NoMemory> {
-    gzip_at(body, Compression::new(2))
+    gzip_at(body, LEVEL)
 }
+
+/// The level whole bodies are gzipped at (and streamed ones:
+/// `stream`).
+pub const LEVEL: Compression = Compression::new(2);
 
 /// The body gzipped at `level`, into memory had fallibly.
 pub fn gzip_at(body: &[u8], level: Compression) -> Result<Bytes, NoMemory> {

@@ -354,7 +354,7 @@ mod tests {
         let c = codec();
         let (head, tail) = json::list_ends(&c, &meta);
         let z = pieces.stitch(&head, run, &tail, all).unwrap()?;
-        let plain = json::list(&c, &meta, run).unwrap();
+        let plain = crate::encode::Repr::Json.list(&c, &meta, run).unwrap();
         assert!(
             gunzip(&z) == plain[..],
             "a stitched body differs from the list"

@@ -50,13 +50,29 @@ pub fn envelope(api_version: &str, kind: &str, message: &[u8]) -> Vec<u8> {
 }
 
 /// A list (`{metadata: ListMeta, items}`) in its envelope, its items'
-/// messages spliced in.
+/// messages spliced in: [`list_head`], each item ([`put_list_item`]),
+/// [`LIST_TAIL`] (`encode::list_body` writes lists with them).
 pub fn list<'a>(
     api_version: &str,
     list_kind: &str,
     meta: &ListMeta,
     items: impl Iterator<Item = &'a [u8]> + Clone,
 ) -> Result<Bytes, NoMemory> {
+    let items_len: usize = items.clone().map(|m| list_item_len(m.len())).sum();
+    let head = list_head(api_version, list_kind, meta, items_len);
+    let mut out = recycle::buffer(head.len() + items_len + LIST_TAIL.len())?;
+    out.extend_from_slice(&head);
+    for m in items {
+        put_list_item(&mut out, m);
+    }
+    out.extend_from_slice(LIST_TAIL);
+    Ok(recycle::freeze(out))
+}
+
+/// A list's bytes before its items, whose messages (with their heads,
+/// [`list_item_len`]) take `items_len` bytes: the envelope's magic, type
+/// meta and `raw`'s head, the list message's head and its ListMeta.
+pub fn list_head(api_version: &str, list_kind: &str, meta: &ListMeta, items_len: usize) -> Vec<u8> {
     let mut lm = Vec::new();
     wire::len_field(&mut lm, 1, b""); // selfLink
     wire::len_field(&mut lm, 2, meta.resource_version.to_string().as_bytes());
@@ -68,25 +84,28 @@ pub fn list<'a>(
     if let Some(n) = meta.remaining_item_count {
         wire::varint_field(&mut lm, 4, n as u64);
     }
-    let items_len: usize = items
-        .clone()
-        .map(|m| wire::len_head_len(2, m.len()) + m.len())
-        .sum();
     let list_len = wire::len_head_len(1, lm.len()) + lm.len() + items_len;
-    // The envelope (magic, type meta, heads, tail) is under 64 bytes
-    // besides the names: one byte short, and the whole body would be
-    // copied into a buffer twice its size.
-    let mut out = recycle::buffer(list_len + 64 + api_version.len() + list_kind.len())?;
+    let mut out = Vec::with_capacity(lm.len() + 64 + api_version.len() + list_kind.len());
     out.extend_from_slice(MAGIC);
     type_meta(&mut out, api_version, list_kind);
     wire::len_head(&mut out, 2, list_len);
     wire::len_field(&mut out, 1, &lm);
-    for m in items {
-        wire::len_field(&mut out, 2, m);
-    }
-    out.extend_from_slice(UNKNOWN_TAIL);
-    Ok(recycle::freeze(out))
+    out
 }
+
+/// The bytes an item's message of `len` bytes takes in a list: its
+/// field's head and itself.
+pub fn list_item_len(len: usize) -> usize {
+    wire::len_head_len(2, len) + len
+}
+
+/// An item's message, as a list's `items` field.
+pub fn put_list_item(out: &mut Vec<u8>, message: &[u8]) {
+    wire::len_field(out, 2, message);
+}
+
+/// A list's bytes after its items: the envelope's tail.
+pub const LIST_TAIL: &[u8] = UNKNOWN_TAIL;
 
 /// One frame of a protobuf watch: a 4-byte big-endian length, then a
 /// `WatchEvent{type, object: RawExtension{raw: the object's envelope}}`.
