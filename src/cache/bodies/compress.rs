@@ -67,6 +67,20 @@ impl Write for Fallible {
 /// list at level 2: 8.7%; benches/micro.rs).
 const PIECE_LEVEL: u32 = 6;
 
+thread_local! {
+    /// The compressor pieces are made with, one per thread, reset between
+    /// pieces. A new one for each piece allocated and zeroed deflate's
+    /// ~270 KiB of state every time, and each piece kept (a few hundred
+    /// bytes) landed in the hole the last one left: making a 2,000-pod
+    /// type's pieces grew the heap by ~600 MB that was never given back
+    /// (cli/tests/load.rs, perf's page faults all in `deflate::init`).
+    /// Reused, the state is reset in place: no slower (benches/micro.rs
+    /// "compress every item as a piece", 10k pods: 569 ms against 592 ms
+    /// for a new compressor each, the same machine and hour).
+    static PIECE_COMPRESSOR: std::cell::RefCell<flate2::Compress> =
+        std::cell::RefCell::new(flate2::Compress::new(Compression::new(PIECE_LEVEL), false));
+}
+
 /// A run of bytes compressed on its own, to be put together with others
 /// into one gzip body by [`stitch`]: raw deflate blocks that end on a byte
 /// boundary (a sync flush) and are never final, with the CRC-32 and length
@@ -89,9 +103,16 @@ impl Piece {
     /// `before` in the body: matches may reach back into it, so the piece
     /// is only valid right after exactly those bytes (empty: anywhere).
     pub fn new(before: &[u8], parts: &[&[u8]]) -> Piece {
-        use flate2::{Compress, FlushCompress};
+        PIECE_COMPRESSOR.with_borrow_mut(|z| {
+            // Reset, it is a fresh one (deflateReset): the same bytes out.
+            z.reset();
+            Piece::with(z, before, parts)
+        })
+    }
+
+    fn with(z: &mut flate2::Compress, before: &[u8], parts: &[&[u8]]) -> Piece {
+        use flate2::FlushCompress;
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        let mut z = Compress::new(Compression::new(PIECE_LEVEL), false);
         let window = &before[before.len().saturating_sub(32 * 1024)..];
         if !window.is_empty() {
             // zlib-rs takes a dictionary before any input; it cannot fail.
