@@ -224,7 +224,8 @@ struct DemoArgs {
     churn: f64,
     /// Which kube-apiserver the simulator behaves as: v1.36 (the default:
     /// kubecache proves its consistent reads fresh, quiet types too),
-    /// v1.35 or v1.34 (as v1.36, their Tables their own) or v1.20.
+    /// v1.35, v1.34 or v1.33 (as v1.36, their Tables and protobuf their own)
+    /// or v1.20.
     #[arg(long = "version", value_name = "VERSION", default_value = "v1.36", value_parser = parse_personality)]
     personality: Personality,
 }
@@ -709,7 +710,7 @@ async fn run_serve(cfg: ServeConfig, bound_to: impl FnOnce(SocketAddr)) -> Resul
 
 fn parse_personality(s: &str) -> Result<Personality, String> {
     Personality::parse(s).ok_or_else(|| {
-        format!("{s:?} is not a version the simulator knows: v1.20, v1.34, v1.35 or v1.36")
+        format!("{s:?} is not a version the simulator knows: v1.20, v1.33, v1.34, v1.35 or v1.36")
     })
 }
 

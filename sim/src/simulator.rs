@@ -113,13 +113,18 @@ pub enum Personality {
     V1_35,
     /// v1.34: likewise, with v1.34's representations.
     V1_34,
+    /// v1.33: likewise, with v1.33's representations (its streaming lists
+    /// and consistent reads are the simulator's v1.36 ones; which of them
+    /// 1.33's feature gates left on is not modelled).
+    V1_33,
 }
 
 impl Personality {
-    /// `v1.20`, `v1.34`, `v1.35` or `v1.36` (the `v` optional).
+    /// `v1.20`, `v1.33`, `v1.34`, `v1.35` or `v1.36` (the `v` optional).
     pub fn parse(s: &str) -> Option<Self> {
         match s.strip_prefix('v').unwrap_or(s) {
             "1.20" => Some(Personality::V1_20),
+            "1.33" => Some(Personality::V1_33),
             "1.34" => Some(Personality::V1_34),
             "1.35" => Some(Personality::V1_35),
             "1.36" => Some(Personality::V1_36),
@@ -132,6 +137,7 @@ impl Personality {
         use kubecache::encode::personality::Personality as P;
         match self {
             Personality::V1_20 => P::V1_20,
+            Personality::V1_33 => P::of(1, 33).0,
             Personality::V1_34 => P::of(1, 34).0,
             Personality::V1_35 => P::of(1, 35).0,
             Personality::V1_36 => P::of(1, 36).0,
@@ -159,6 +165,10 @@ impl Personality {
         match self {
             Personality::V1_20 => {
                 serde_json::json!({"major": "1", "minor": "20", "gitVersion": "v1.20.2-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19", "compiler": "gc", "platform": "linux/amd64"})
+            }
+            // As v1.33.3 (k3s) answered, its emulation fields included.
+            Personality::V1_33 => {
+                serde_json::json!({"major": "1", "minor": "33", "emulationMajor": "1", "emulationMinor": "33", "minCompatibilityMajor": "1", "minCompatibilityMinor": "32", "gitVersion": "v1.33.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.2", "compiler": "gc", "platform": "linux/amd64"})
             }
             Personality::V1_34 => {
                 serde_json::json!({"major": "1", "minor": "34", "emulationMajor": "1", "emulationMinor": "34", "minCompatibilityMajor": "1", "minCompatibilityMinor": "33", "gitVersion": "v1.34.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.6", "compiler": "gc", "platform": "linux/amd64"})

@@ -658,11 +658,13 @@ mod tests {
         assert_eq!(printers(&tc), Some(Printers::V1_20));
         tc.follow(Personality::NEWEST);
         assert_eq!(printers(&tc), Some(Printers::V1_36));
-        // v1.35's and v1.34's: their own slots, not v1.36's rows.
+        // v1.35's, v1.34's and v1.33's: their own slots, not v1.36's rows.
         tc.follow(Personality::of(1, 35).0);
         assert_eq!(printers(&tc), Some(Printers::V1_35));
         tc.follow(Personality::of(1, 34).0);
         assert_eq!(printers(&tc), Some(Printers::V1_34));
+        tc.follow(Personality::of(1, 33).0);
+        assert_eq!(printers(&tc), Some(Printers::V1_33));
         // A release between them: the upstream prints its Tables.
         tc.follow(Personality::of(1, 30).0);
         assert_eq!(printers(&tc), None);

@@ -30,8 +30,8 @@ pub struct TypeCache {
     /// Configured to be cached from the start: readiness waits for it.
     eager: std::sync::atomic::AtomicBool,
     /// A built-in type's Table printer (or that it has none), found once
-    /// for each release's printers: v1.20's, v1.34's, v1.35's, v1.36's.
-    builtin_printers: [std::sync::OnceLock<Option<Arc<Printer>>>; 4],
+    /// for each release's printers (a slot per `Printers`).
+    builtin_printers: [std::sync::OnceLock<Option<Arc<Printer>>>; 5],
     /// A custom resource's Table printer, kept while its CRD is unchanged.
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
     /// Finished list bodies of the newest snapshot.
@@ -288,6 +288,7 @@ impl TypeCache {
             Printers::V1_34 => &self.builtin_printers[1],
             Printers::V1_35 => &self.builtin_printers[2],
             Printers::V1_36 => &self.builtin_printers[3],
+            Printers::V1_33 => &self.builtin_printers[4],
         };
         let gvr = &self.rt.gvr;
         slot.get_or_init(|| Printer::builtin(personality, &gvr.group, &gvr.version, &gvr.resource))

@@ -51,25 +51,29 @@ impl Personality {
         self.since(34)
     }
 
-    /// Whose printers a Table is printed with: v1.20's; v1.34's; v1.35's;
-    /// or v1.36's (its printers.go and column definitions, recorded in
-    /// `../shared/reference`) for v1.36 and newer. v1.35's are v1.36's but
-    /// for the one printer 1.36 changed (a node's kernel version names its
-    /// architecture: kubernetes#132402, in CHANGELOG-1.36's
-    /// v1.36.0-alpha.1); v1.34's are v1.35's but for what 1.35 changed
-    /// (service accounts' Secrets column, kubernetes#117160, in
-    /// CHANGELOG-1.35's v1.35.0-alpha.1; a completed pod's failed
-    /// container's reason, kubernetes#124766, merged after v1.34.0). Their
-    /// column descriptions are their own release's API docs
-    /// (`columns_v1_34.json`, `columns_v1_35.json`, which leave out the
-    /// printers whose descriptions come from API versions those releases do
-    /// not serve). Releases between v1.20 and v1.34 changed printers one by
-    /// one (pods' restarts in 1.22, jobs' SuccessCriteriaMet in 1.34, …)
-    /// and are not checked: their Tables are the upstream's to print
-    /// (`None`), as older releases' are.
+    /// Whose printers a Table is printed with: v1.20's; v1.33's; v1.34's;
+    /// v1.35's; or v1.36's (its printers.go and column definitions,
+    /// recorded in `../shared/reference`) for v1.36 and newer. v1.35's are
+    /// v1.36's but for the one printer 1.36 changed (a node's kernel
+    /// version names its architecture: kubernetes#132402, in
+    /// CHANGELOG-1.36's v1.36.0-alpha.1); v1.34's are v1.35's but for what
+    /// 1.35 changed (service accounts' Secrets column, kubernetes#117160,
+    /// in CHANGELOG-1.35's v1.35.0-alpha.1; a completed pod's failed
+    /// container's reason, kubernetes#124766, merged after v1.34.0);
+    /// v1.33's are v1.34's but for jobs' SuccessCriteriaMet status
+    /// (kubernetes#132832, v1.34.0-beta.0) and resource.k8s.io/v1, which
+    /// 1.33 does not serve. Their column descriptions are their own
+    /// release's API docs (`columns_v1_3N.json`, which leave out the
+    /// printers whose descriptions come from API versions those releases
+    /// do not serve; `columns_v1_33_to_35.py` says how each was dated).
+    /// Releases between v1.20 and v1.33 changed printers one by one
+    /// (pods' restarts in 1.22, jobs' Status in 1.30, …) and are not
+    /// checked: their Tables are the upstream's to print (`None`), as
+    /// older releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            33 => Some(Printers::V1_33),
             34 => Some(Printers::V1_34),
             35 => Some(Printers::V1_35),
             m if m >= 36 => Some(Printers::V1_36),
@@ -154,6 +158,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_33,
     V1_34,
     V1_35,
     V1_36,
@@ -227,12 +232,13 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_34_v1_35_or_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_33_to_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
         assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
         assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 28, 33] {
+        for minor in [21, 22, 28, 32] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

@@ -7,13 +7,13 @@
 //! recorded printing, from `columns_v1_36_derived.json` (printers.go's
 //! definitions with 1.36's API docs, each column with its source, made and
 //! checked against the recording by `columns_v1_36_derived.py`);
-//! `columns_v1_35.json` and `columns_v1_34.json` as v1.35 and v1.34 serve
-//! them, regenerated (and checked, `--check`) by `columns_v1_34_35.py` from
-//! v1.36's columns (v1.34's service accounts' Secrets column restored) and
-//! each release's API docs, for the printers whose every description those
-//! docs give. Which a
-//! Table is printed with is its codec's personality's to say
-//! (`Personality::printers`).
+//! `columns_v1_35.json`, `columns_v1_34.json` and `columns_v1_33.json` as
+//! v1.35, v1.34 and v1.33 serve them, regenerated (and checked, `--check`)
+//! by `columns_v1_33_to_35.py` from v1.36's columns (v1.33's and v1.34's
+//! service accounts' Secrets column restored, resource.k8s.io/v1 left out
+//! of v1.33's) and each release's API docs, for the printers whose every
+//! description those docs give. Which a Table is printed with is its
+//! codec's personality's to say (`Personality::printers`).
 
 use crate::encode::personality::Printers;
 use crate::go::json::string as go_string;
@@ -77,6 +77,10 @@ static V1_20: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
 });
 
+static V1_33: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_33.json")).expect("columns_v1_33.json is valid")
+});
+
 static V1_34: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns_v1_34.json")).expect("columns_v1_34.json is valid")
 });
@@ -92,6 +96,7 @@ static V1_36: LazyLock<File> = LazyLock::new(|| {
 fn file(printers: Printers) -> &'static File {
     match printers {
         Printers::V1_20 => &V1_20,
+        Printers::V1_33 => &V1_33,
         Printers::V1_34 => &V1_34,
         Printers::V1_35 => &V1_35,
         Printers::V1_36 => &V1_36,
@@ -281,6 +286,56 @@ mod tests {
         };
         assert_ne!(driver(v1_34), driver(v1_35));
         assert!(!driver(v1_34).contains("lower case"));
+    }
+
+    #[test]
+    fn v1_33_has_v1_34s_columns_but_no_resource_k8s_io_v1_and_its_own_docs() {
+        let file: serde_json::Value =
+            serde_json::from_str(include_str!("columns_v1_33.json")).unwrap();
+        let left_out = file["sources"]["left out"].as_object().unwrap();
+        let (v1_33, v1_34) = (Printers::V1_33, Printers::V1_34);
+        let mut described_apart = Vec::new();
+        for gvr in printed_resources(v1_34) {
+            match printed(v1_33, gvr) {
+                None => {
+                    assert!(gvr.starts_with("resource.k8s.io/v1/"), "{gvr}");
+                    assert!(left_out.contains_key(gvr), "{gvr}");
+                }
+                Some(cols) => {
+                    let theirs = printed(v1_34, gvr).unwrap();
+                    assert_eq!(cols.len(), theirs.len(), "{gvr}");
+                    for (a, b) in cols.iter().zip(theirs) {
+                        assert_eq!(
+                            (&a.name, &a.ty, &a.format, a.priority),
+                            (&b.name, &b.ty, &b.format, b.priority),
+                            "{gvr}"
+                        );
+                        if a.description != b.description {
+                            described_apart.push(format!("{gvr} {}", a.name));
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            printed_resources(v1_33).len() + 4,
+            printed_resources(v1_34).len()
+        );
+        // 1.33's CSIDriverSpec docs still named the CSIDriverRegistry gate.
+        assert_eq!(
+            described_apart,
+            ["storage.k8s.io/v1/csidrivers AttachRequired"]
+        );
+        let attach = |p| {
+            printed(p, "storage.k8s.io/v1/csidrivers").unwrap()[1]
+                .description
+                .clone()
+        };
+        assert!(attach(v1_33).contains("CSIDriverRegistry"));
+        assert!(!attach(v1_34).contains("CSIDriverRegistry"));
+        // Service accounts' Secrets column, as in v1.34.
+        let sa = printed(v1_33, "/v1/serviceaccounts").unwrap();
+        assert_eq!(sa[1].name, "Secrets");
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

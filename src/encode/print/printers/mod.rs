@@ -69,7 +69,7 @@ fn row_fn_for(printers: Printers, group: &str, version: &str, resource: &str) ->
     let since_v1_34 = |printers| {
         core::lookup_since_v1_34(printers, group, version, resource)
             .or_else(|| cluster::lookup_since_v1_34(printers, group, version, resource))
-            .or_else(|| workloads::lookup_v1_36(group, version, resource))
+            .or_else(|| workloads::lookup_since_v1_33(printers, group, version, resource))
             .or_else(|| storage::lookup_v1_36(group, version, resource))
             .or_else(|| policy::lookup_v1_36(group, version, resource))
             .or_else(|| autoscaling::lookup_v1_36(group, version, resource))
@@ -107,6 +107,7 @@ static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 fn builtin_id(printers: Printers) -> u64 {
     match printers {
         Printers::V1_20 => 0,
+        Printers::V1_33 => u64::MAX - 3,
         Printers::V1_34 => u64::MAX - 2,
         Printers::V1_35 => u64::MAX - 1,
         Printers::V1_36 => u64::MAX,
@@ -368,8 +369,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn releases_between_v1_20_and_v1_34_leave_their_tables_to_the_upstream() {
-        for minor in [21, 28, 33] {
+    fn releases_between_v1_20_and_v1_33_leave_their_tables_to_the_upstream() {
+        for minor in [21, 28, 32] {
             let p = Personality::of(1, minor).0;
             assert!(Printer::builtin(p, "", "v1", "pods").is_none(), "1.{minor}");
             assert!(Printer::custom(p, 1, &[]).is_none(), "1.{minor}");
@@ -381,10 +382,15 @@ mod tests {
         );
         // Rows kept on entries tell one release's from another's, and
         // from a custom resource's (whose id is its CRD's resourceVersion).
-        let ids = [v1_20.id(), v1_35.id(), v1_36.id()];
+        let of = |minor| {
+            Printer::builtin(Personality::of(1, minor).0, "", "v1", "pods")
+                .unwrap()
+                .id()
+        };
+        let ids = [v1_20.id(), v1_35.id(), v1_36.id(), of(33), of(34)];
         assert_eq!(
             ids.iter().collect::<std::collections::HashSet<_>>().len(),
-            3
+            5
         );
         assert!(ids[1..].iter().all(|id| *id > u64::from(u32::MAX)));
         assert_ne!(v1_20.columns(), v1_36.columns());
@@ -394,10 +400,11 @@ mod tests {
     }
 
     #[test]
-    fn v1_34_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
+    fn v1_33_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
         // (v1.20's column file, regenerated from a v1.20 apiserver, also
         // holds printers kubecache has no port of: see below.)
         for (personality, printers) in [
+            (Personality::of(1, 33).0, Printers::V1_33),
             (Personality::of(1, 34).0, Printers::V1_34),
             (Personality::of(1, 35).0, Printers::V1_35),
             (Personality::NEWEST, Printers::V1_36),

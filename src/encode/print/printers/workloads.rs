@@ -3,6 +3,7 @@
 //! replication controllers.
 
 use super::fields::{arr, at, count, created, int, name, s, RowFn};
+use crate::encode::personality::Printers;
 use crate::encode::print::row::RowBuilder;
 use crate::go::time::{human_duration, parse_rfc3339};
 use serde_json::Value;
@@ -497,10 +498,17 @@ fn daemon_set(x: &Value, r: &mut RowBuilder) {
 
 /// `printJob`: completions as succeeded/wanted, and how long the job ran
 /// (still counting while it has not completed).
-/// v1.36's printers where they differ from v1.20's: a job's Status
-/// (kubernetes 1.30), a cron job's Timezone (1.27, batch/v1).
-pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+/// v1.33's to v1.36's printers where they differ from v1.20's: a job's
+/// Status (kubernetes 1.30; SuccessCriteriaMet among them from 1.34), a
+/// cron job's Timezone (1.27, batch/v1).
+pub fn lookup_since_v1_33(
+    printers: Printers,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Option<RowFn> {
     Some(match (group, version, resource) {
+        ("batch", "v1", "jobs") if printers == Printers::V1_33 => job_v1_33,
         ("batch", "v1", "jobs") => job_v1_36,
         ("batch", "v1", "cronjobs") => cron_job_v1_36,
         _ => return None,
@@ -509,7 +517,9 @@ pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn>
 
 /// `printJob`'s Status (v1.36): the first condition of each type, in this
 /// order, that is True; else Terminating while deleted; else Running.
-fn job_status(j: &Value) -> &'static str {
+/// SuccessCriteriaMet is shown from 1.34 (kubernetes#132832, in
+/// CHANGELOG-1.34's v1.34.0-beta.0): v1.33 prints such a job Running.
+fn job_status(j: &Value, success_criteria_met: bool) -> &'static str {
     let holds = |ty: &str| {
         arr(j, &["status", "conditions"])
             .iter()
@@ -527,7 +537,7 @@ fn job_status(j: &Value) -> &'static str {
         "Suspended"
     } else if holds("FailureTarget") {
         "FailureTarget"
-    } else if holds("SuccessCriteriaMet") {
+    } else if success_criteria_met && holds("SuccessCriteriaMet") {
         "SuccessCriteriaMet"
     } else {
         "Running"
@@ -535,14 +545,19 @@ fn job_status(j: &Value) -> &'static str {
 }
 
 fn job(j: &Value, r: &mut RowBuilder) {
-    job_as(j, r, false)
+    job_as(j, r, None)
+}
+
+fn job_v1_33(j: &Value, r: &mut RowBuilder) {
+    job_as(j, r, Some(Printers::V1_33))
 }
 
 fn job_v1_36(j: &Value, r: &mut RowBuilder) {
-    job_as(j, r, true)
+    job_as(j, r, Some(Printers::V1_36))
 }
 
-fn job_as(j: &Value, r: &mut RowBuilder, v1_36: bool) {
+/// `printers`: None for v1.20's printer (no Status column).
+fn job_as(j: &Value, r: &mut RowBuilder, printers: Option<Printers>) {
     let succeeded = int(j, &["status", "succeeded"]);
     let completions = match set(j, &["spec", "completions"]) {
         Some(c) => format!("{succeeded}/{}", c.as_i64().unwrap_or(0)),
@@ -561,8 +576,8 @@ fn job_as(j: &Value, r: &mut RowBuilder, v1_36: bool) {
             .and_then(parse_rfc3339)
     };
     r.str(name(j));
-    if v1_36 {
-        r.str(job_status(j));
+    if let Some(p) = printers {
+        r.str(job_status(j, p != Printers::V1_33));
     }
     r.str(&completions);
     match (time("startTime"), time("completionTime")) {
@@ -878,6 +893,29 @@ mod tests {
             ),
             "Running"
         );
+    }
+
+    #[test]
+    fn v1_34_a_job_whose_success_criteria_are_met_shows_it_where_v1_33_prints_it_running() {
+        let j = json!({"metadata": meta(),
+            "spec": {"completions": 1, "selector": {"matchLabels": {"controller-uid": "u"}},
+                "template": {"spec": {"containers": [{"name": "a", "image": "i"}]}}},
+            "status": {"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}],
+                "startTime": "2026-01-01T00:10:00Z"}});
+        let status = |minor| {
+            let row = cells_as(
+                Personality::of(1, minor).0,
+                ("batch", "v1", "jobs"),
+                j.clone(),
+                NOW,
+            );
+            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+            v["cells"][1].as_str().unwrap().to_string()
+        };
+        assert_eq!(status(33), "Running");
+        for minor in [34, 35, 36] {
+            assert_eq!(status(minor), "SuccessCriteriaMet", "v1.{minor}");
+        }
     }
 
     #[test]

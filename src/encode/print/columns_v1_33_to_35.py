@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json and columns_v1_34.json: Table column
-definitions as kube-apiserver v1.35 and v1.34 serve them, for the printers
-whose every column can be derived. Usage, from the repository's root:
+"""Regenerates columns_v1_35.json, columns_v1_34.json and columns_v1_33.json:
+Table column definitions as kube-apiserver v1.35, v1.34 and v1.33 serve
+them, for the printers whose every column can be derived. Usage, from the
+repository's root:
 
-    src/encode/print/columns_v1_34_35.py 35 > src/encode/print/columns_v1_35.json
-    src/encode/print/columns_v1_34_35.py 34 > src/encode/print/columns_v1_34.json
-    src/encode/print/columns_v1_34_35.py --check   # fails if either file differs
+    src/encode/print/columns_v1_33_to_35.py 35 > src/encode/print/columns_v1_35.json
+    src/encode/print/columns_v1_33_to_35.py 34 > src/encode/print/columns_v1_34.json
+    src/encode/print/columns_v1_33_to_35.py 33 > src/encode/print/columns_v1_33.json
+    src/encode/print/columns_v1_33_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
 recorded from v1.36.2 or derived from printers.go) but for what changed in
@@ -53,6 +55,28 @@ v1.34.0). Read whole, they differ in the printers kept here only by:
   212194ab does not, and when that changed is not established: left out of
   v1.34 (forwarded).
 - resource slices' nodeName (a pointer at resource/v1): the same cell.
+
+v1.33 (no recording either) is v1.34 less what 1.34 changed. The copies
+read bracket it: yongruilin/kubernetes@144a7980 (1.32's printers: no
+DeviceTaintRule printer, #130447; ClusterTrustBundle described from
+v1alpha1, not #128499's v1beta1; resource.k8s.io/v1beta1, not #129970's
+v1beta2: all three in CHANGELOG-1.33's v1.33.0) and 1baf7abe (all three,
+none of 1.34's). Read whole, the two differ only by those three and a
+replication controller's replicas read with ptr.Deref (the same cell for
+a defaulted object), so v1.33.0's printers are 1baf7abe's. From there to
+v1.34.0, CHANGELOG-1.34 lists one printer change, #132832 (jobs'
+SuccessCriteriaMet: a cell, gated in printers/workloads.rs), and 1.34
+served what 1.33 did not:
+
+- resource.k8s.io/v1 (#132706): 1.33 has resource.k8s.io only at
+  v1alpha3, v1beta1 and v1beta2, none served by default; their printers
+  are left out here (Tables of them forwarded), as the v1 ones are.
+- VolumeAttributesClass at storage v1 (#131549): 1.33 serves it only at
+  v1alpha1/v1beta1, off by default; left out as for v1.34.
+
+Descriptions are 1.33's API docs (k8s-openapi 0.29.0's v1_33): of the
+columns kept, only CSI drivers' AttachRequired reads differently from
+1.34's ("If the CSIDriverRegistry feature gate is enabled and ...").
 
 "default" (the default convertor's resources) and ObjectMeta's "name" and
 "creationTimestamp" (the default and custom resource convertors' Name and
@@ -126,6 +150,16 @@ V1_34_COLUMNS = {
         ("Age", "string", "", 0, derived.AGE[4]),
     ],
 }
+V1_33_LEFT_OUT = {
+    gvr: "resource.k8s.io/v1 is 1.34's (#132706); 1.33 serves resource.k8s.io only at "
+         "v1alpha3/v1beta1/v1beta2 and none of them by default"
+    for gvr in (
+        "resource.k8s.io/v1/deviceclasses",
+        "resource.k8s.io/v1/resourceclaims",
+        "resource.k8s.io/v1/resourceclaimtemplates",
+        "resource.k8s.io/v1/resourceslices",
+    )
+}
 V1_34_LEFT_OUT = {
     "storage.k8s.io/v1/volumeattributesclasses":
         "its printer named a default class \"NAME (default)\" in mortent/kubernetes@1baf7abe, "
@@ -137,10 +171,13 @@ def build(minor):
     v1_36 = json.load(open(os.path.join(HERE, "columns_v1_36.json")))
     printed, left_out = {}, {}
     for gvr, cols in v1_36["printed"].items():
-        if minor == 34 and gvr in V1_34_LEFT_OUT:
+        if minor <= 34 and gvr in V1_34_LEFT_OUT:
             left_out[gvr] = V1_34_LEFT_OUT[gvr]
             continue
-        if minor == 34 and gvr in V1_34_COLUMNS:
+        if minor == 33 and gvr in V1_33_LEFT_OUT:
+            left_out[gvr] = V1_33_LEFT_OUT[gvr]
+            continue
+        if minor <= 34 and gvr in V1_34_COLUMNS:
             printed[gvr] = [
                 {"name": n, "type": t, "format": f, "description": describe(d, minor), "priority": p}
                 for n, t, f, p, d in V1_34_COLUMNS[gvr]
@@ -158,7 +195,13 @@ def build(minor):
         "printers.go": derived.PRINTERS_GO,
         "descriptions": f"k8s-openapi 0.29.0 (crates.io), src/v1_{minor}: Kubernetes 1.{minor}'s OpenAPI descriptions",
     }
-    if minor == 34:
+    if minor == 33:
+        sources_["printers.go after v1.32's"] = {
+            "repo": "yongruilin/kubernetes",
+            "path": "pkg/printers/internalversion/printers.go",
+            "commit": "144a7980762c245f12c2a7b457c8aaef18496071",
+        }
+    if minor <= 34:
         sources_["printers.go before v1.34.0"] = {
             "repo": "mortent/kubernetes",
             "path": "pkg/printers/internalversion/printers.go",
@@ -167,6 +210,11 @@ def build(minor):
         sources_["changes dated"] = (
             "CHANGELOG-1.35 (v1.35.0-alpha.1: #117160, service accounts' Secrets column removed), "
             "CHANGELOG-1.34 (v1.34.0-beta.0: #132832, jobs' SuccessCriteriaMet)"
+        )
+    if minor == 33:
+        sources_["changes dated"] += (
+            "; CHANGELOG-1.33 (v1.33.0: #130447, #128499, #129970), "
+            "CHANGELOG-1.34 (v1.34.0: #132706 resource.k8s.io/v1, #131549 storage v1 VolumeAttributesClass)"
         )
     sources_["left out"] = dict(sorted(left_out.items()))
     return {
@@ -180,14 +228,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in (34, 35):
+        for minor in (33, 34, 35):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
-                raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_34_35.py makes")
+                raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_33_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in (["34"], ["35"]):
-        raise SystemExit("usage: columns_v1_34_35.py 34|35|--check")
+    if ARGS not in (["33"], ["34"], ["35"]):
+        raise SystemExit("usage: columns_v1_33_to_35.py 33|34|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

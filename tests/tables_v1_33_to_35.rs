@@ -1,4 +1,4 @@
-//! Tables in front of a v1.35 or v1.34 upstream (the simulator as that
+//! Tables in front of a v1.35, v1.34 or v1.33 upstream (the simulator as that
 //! release): kubecache prints them from its cache as the release does, the
 //! same bytes the simulator prints.
 
@@ -85,6 +85,15 @@ async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_34(
     within(
         60,
         pods_and_nodes_through_kubecache_are_the_simulators(Personality::V1_34),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_33() {
+    within(
+        60,
+        pods_and_nodes_through_kubecache_are_the_simulators(Personality::V1_33),
     )
     .await;
 }
