@@ -300,7 +300,18 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             let keep = labels.is_empty()
                 && fields.is_empty()
                 && snap.rv == tc.store.rv()
-                && kept::keeps(objects, bytes, limit, stitchable);
+                && (kept::keeps(objects, bytes, limit, stitchable)
+                    // A namespace of a type too big to keep whole: its own
+                    // items' size, read up to the line.
+                    || (!prefix.is_empty()
+                        && limit == 0
+                        && kept::keeps_run(
+                            snap.items
+                                .range(prefix.as_str()..)
+                                .take_while(|e| e.key.starts_with(prefix.as_str()))
+                                .map(|e| e.item.len()),
+                            stitchable,
+                        )));
             if !keep {
                 // Written as the client reads it, holding a few chunks
                 // (`stream::HELD`), not the body; a whole list's items

@@ -32,8 +32,8 @@ pub const KEEP_MAX: usize = 64 << 20;
 /// small enough to keep: a page of `limit` (0: all) is estimated at that
 /// many objects of the type's mean size, a whole list at the whole type's,
 /// and a stitched gzip body (`stitched`) at an eighth of its JSON (pods
-/// compress to about a tenth). A namespace's list of a big type is taken
-/// at the type's size: it is streamed, not kept.
+/// compress to about a tenth). A namespace's list of a type too big for
+/// this is measured by its own items (`keeps_run`).
 pub fn keeps(objects: usize, bytes: usize, limit: usize, stitched: bool) -> bool {
     let json = match limit {
         0 => bytes,
@@ -41,6 +41,24 @@ pub fn keeps(objects: usize, bytes: usize, limit: usize, stitched: bool) -> bool
     };
     let kept = if stitched { json / 8 } else { json };
     kept <= KEEP_MAX
+}
+
+/// Whether a run of items of these JSON `sizes` (a namespace's, whose
+/// share of its type `keeps` cannot tell) is small enough to keep, read
+/// only as far as the answer needs: at most [`KEEP_MAX`] bytes of items
+/// (eight times that for a stitched gzip body). A dashboard's namespace of
+/// a 100,000-pod type is kept like any small list, not remade per request.
+pub fn keeps_run(sizes: impl Iterator<Item = usize>, stitched: bool) -> bool {
+    let max = if stitched { KEEP_MAX * 8 } else { KEEP_MAX };
+    let mut total = 0usize;
+    for s in sizes {
+        // The comma between items.
+        total += s + 1;
+        if total > max {
+            return false;
+        }
+    }
+    true
 }
 
 /// A list body's identity within one snapshot of one type.
@@ -277,6 +295,18 @@ mod tests {
         assert!(!keeps(1_000_000, 4850 << 20, 0, true));
         // An empty type.
         assert!(keeps(0, 0, 500, false));
+    }
+
+    #[test]
+    fn a_run_of_items_is_kept_when_its_own_bytes_fit_and_read_no_further_than_that() {
+        let each = 5_000;
+        let fits = KEEP_MAX / (each + 1);
+        assert!(keeps_run(std::iter::repeat_n(each, fits), false));
+        assert!(!keeps_run(std::iter::repeat_n(each, fits + 1), false));
+        assert!(keeps_run(std::iter::repeat_n(each, fits + 1), true));
+        // An endless run is answered after the first KEEP_MAX bytes.
+        assert!(!keeps_run(std::iter::repeat(each), false));
+        assert!(keeps_run(std::iter::empty(), false));
     }
 
     /// A make that failed, for the tests.
