@@ -325,9 +325,16 @@ async fn restart_offline_then_reconnect(site: Site<'_>) {
     .into();
     assert_eq!(seen, want);
     // Converged: the upstream's state, and no warning any more.
+    // Both reads: a consistent one may be forwarded while an RV=0 one is
+    // still served from the snapshot (a relist of a big type takes
+    // seconds).
     until("the cache converges", 30, || async {
         let (status, warning, list) = read(&format!("{url}{pods_path}?limit=500")).await;
-        status == 200 && warning.is_none() && list.to_string().contains("edge-new")
+        let (_, cached_warning, _) = read(&format!("{url}{pods_path}?resourceVersion=0")).await;
+        status == 200
+            && warning.is_none()
+            && cached_warning.is_none()
+            && list.to_string().contains("edge-new")
     })
     .await;
     let (_, warning, now) = read(&format!("{url}{pods_path}?resourceVersion=0")).await;

@@ -18,14 +18,14 @@ pub(crate) async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
     }
-    tracing::info!("shutdown signal received: failing readyz");
+    tracing::info!(target: "kubecache", "shutdown signal received: failing readyz");
     // A second one is someone who will not wait for the drain.
     tokio::spawn(async move {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        tracing::warn!("second shutdown signal: exiting without draining");
+        tracing::warn!(target: "kubecache", "second shutdown signal: exiting without draining");
         std::process::exit(1);
     });
 }

@@ -323,7 +323,7 @@ pub fn run(
 ) -> Result<(), CliError> {
     let cfg = args.into_config()?;
     init_tracing(log_format.or(cfg.log_format).unwrap_or_default());
-    tracing::info!(
+    tracing::info!(target: "kubecache",
         version = env!("CARGO_PKG_VERSION"),
         malloc_arenas = %if arenas_limited {
             malloc::ARENAS.to_string()
@@ -378,7 +378,7 @@ pub(crate) async fn run_serve(
         let _ = tokio::task::spawn_blocking(move || cache.restore_snapshot()).await;
     }
     if let Err(e) = cache.refresh_discovery().await {
-        tracing::warn!(error = %e, "initial discovery failed; requests are forwarded until it succeeds");
+        tracing::warn!(target: "kubecache", error = %e, "initial discovery failed; requests are forwarded until it succeeds");
     }
     let discovery = cache.discovery();
     for gvr in &cfg.eager {
@@ -386,7 +386,9 @@ pub(crate) async fn run_serve(
             Some(rt) => {
                 cache.start_eager(rt);
             }
-            None => tracing::warn!(resource = %gvr, "eager type not served by the upstream"),
+            None => {
+                tracing::warn!(target: "kubecache", resource = %gvr, "eager type not served by the upstream")
+            }
         }
     }
     let auth_mode = cfg.auth.mode;
@@ -401,7 +403,7 @@ pub(crate) async fn run_serve(
     .map_err(CliError::Upstream)?;
     let state = Arc::new(state);
     let scheme = if cfg.tls.is_some() { "https" } else { "http" };
-    tracing::info!(listen = %bound, %scheme, auth_mode = auth_mode.as_str(), upstream = %cfg.upstream.url, "kubecache serving");
+    tracing::info!(target: "kubecache", listen = %bound, %scheme, auth_mode = auth_mode.as_str(), upstream = %cfg.upstream.url, "kubecache serving");
     bound_to(bound);
     let stop = serve::Stop {
         delay: cfg.shutdown_delay,

@@ -160,7 +160,7 @@ fn parse_personality(s: &str) -> Result<Personality, String> {
 /// The simulator's objects, made (a few seconds for 100,000 pods), saying
 /// so before and after.
 fn generate(opts: &SimOptions) -> Arc<Sim> {
-    tracing::info!(
+    tracing::info!(target: "kubecache",
         pods = opts.pods,
         configmaps = opts.configmaps,
         namespaces = opts.namespaces,
@@ -169,7 +169,7 @@ fn generate(opts: &SimOptions) -> Arc<Sim> {
     );
     let started = std::time::Instant::now();
     let sim = Sim::new(opts);
-    tracing::info!(took = ?started.elapsed(), "simulator: objects generated");
+    tracing::info!(target: "kubecache", took = ?started.elapsed(), "simulator: objects generated");
     sim
 }
 
@@ -178,7 +178,7 @@ async fn run_sim(opts: SimOptions, addr: SocketAddr) -> Result<(), CliError> {
     let sim = generate(&opts);
     sim.start_churn(opts.churn);
     sim.start_faults(&opts);
-    tracing::info!(listen = %bound, pods = opts.pods, "simulated apiserver serving");
+    tracing::info!(target: "kubecache", listen = %bound, pods = opts.pods, "simulated apiserver serving");
     kubecache_sim::run(sim, listener, shutdown_signal()).await;
     Ok(())
 }
