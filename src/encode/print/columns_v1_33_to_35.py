@@ -84,7 +84,6 @@ age columns) are v1.36's lists with 1.35's docs.
 """
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -99,16 +98,6 @@ def out_file(minor):
     return os.path.join(HERE, f"columns_v1_{minor}.json")
 
 
-def k8s_openapi(release):
-    meta = json.loads(subprocess.run(
-        ["cargo", "metadata", "--offline", "--format-version", "1"],
-        cwd=os.path.join(HERE, "..", "..", ".."), check=True, capture_output=True, text=True,
-    ).stdout)
-    for p in meta["packages"]:
-        if p["name"] == "k8s-openapi":
-            assert p["version"] == "0.29.0", p["version"]
-            return os.path.join(os.path.dirname(p["manifest_path"]), "src", release)
-    raise SystemExit("k8s-openapi is not among the dependencies")
 
 
 DOCS = {}
@@ -116,7 +105,7 @@ DOCS = {}
 
 def describe(spec, minor):
     """A description at 1.`minor`, from its release's API docs."""
-    docs = DOCS.setdefault(minor, parse_openapi(k8s_openapi(f"v1_{minor}")))
+    docs = DOCS.setdefault(minor, parse_openapi(derived.k8s_openapi(f"v1_{minor}")))
     kind = spec[0]
     if kind == "literal":
         return spec[1]

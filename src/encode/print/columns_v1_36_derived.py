@@ -384,6 +384,12 @@ def k8s_openapi_v1_36():
     """src/v1_36 of the k8s-openapi crate this project builds with."""
     if len(sys.argv) > 1:
         return sys.argv[1]
+    return k8s_openapi("v1_36")
+
+
+def k8s_openapi(release):
+    """src/<release> (`v1_33` … `v1_36`) of the k8s-openapi crate this
+    project builds with."""
     meta = json.loads(subprocess.run(
         ["cargo", "metadata", "--offline", "--format-version", "1"],
         cwd=os.path.join(HERE, "..", "..", ".."), check=True, capture_output=True, text=True,
@@ -391,7 +397,7 @@ def k8s_openapi_v1_36():
     for p in meta["packages"]:
         if p["name"] == "k8s-openapi":
             assert p["version"] == "0.29.0", p["version"]
-            return os.path.join(os.path.dirname(p["manifest_path"]), "src", "v1_36")
+            return os.path.join(os.path.dirname(p["manifest_path"]), "src", release)
     raise SystemExit("k8s-openapi is not among the dependencies")
 
 
