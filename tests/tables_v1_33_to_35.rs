@@ -1,6 +1,7 @@
 //! Tables in front of a v1.35, v1.34 or v1.33 upstream (the simulator as that
 //! release): kubecache prints them from its cache as the release does, the
-//! same bytes the simulator prints.
+//! same bytes the simulator prints: pods, nodes and deployments (described
+//! from an API version those releases do not serve).
 
 mod common;
 
@@ -38,6 +39,7 @@ async fn pods_and_nodes_through_kubecache_are_the_simulators(release: Personalit
     let p = ProxyBuilder::new(&s.url).start().await;
     wait_synced(&p, "/api/v1/pods", "v1/pods").await;
     wait_synced(&p, "/api/v1/nodes", "v1/nodes").await;
+    wait_synced(&p, "/apis/apps/v1/deployments", "apps/v1/deployments").await;
 
     // (Reads at resourceVersion=0: a consistent read may be forwarded to
     // prove the cache fresh, tests/consistent_reads.rs.)
@@ -45,6 +47,7 @@ async fn pods_and_nodes_through_kubecache_are_the_simulators(release: Personalit
         "/api/v1/pods?resourceVersion=0",
         "/api/v1/nodes?resourceVersion=0",
         "/api/v1/namespaces/team-02/pods?resourceVersion=0",
+        "/apis/apps/v1/deployments?resourceVersion=0",
     ] {
         let (kc, up, lists) = both(&p, &s, path).await;
         assert_eq!(kc, up, "{release:?} {path}");
@@ -69,6 +72,17 @@ async fn pods_and_nodes_through_kubecache_are_the_simulators(release: Personalit
         "{nodes}"
     );
     assert!(!nodes.contains("x86_64 (amd64)"), "{nodes}");
+    // Deployments' Selector described from extensions/v1beta1, as printers.go
+    // did until 1.36 (kubernetes#136100), not from apps/v1.
+    let (_, _, deployments) = fetch(
+        &format!("{}/apis/apps/v1/deployments?resourceVersion=0", p.url),
+        TABLE,
+    )
+    .await;
+    assert!(
+        deployments.contains("will be the ones affected by this deployment.\",\"priority\":1}"),
+        "{deployments}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,12 +31,15 @@ recorded from v1.36.2 or derived from printers.go) but for what changed in
   reads them; the same method reproduces all 146 recorded v1.36.2
   descriptions it reaches, columns_v1_36_derived.py), with every source
   columns_v1_36_derived.py names for it (RECORDED_SOURCES, PRINTERS).
-- A printer with a column whose source is a type 1.35 does not serve
+- A printer with a column whose source is a type 1.33 to 1.35 do not serve
   (extensions/v1beta1's deployments, replica sets and daemon sets,
   batch/v1beta1's cron jobs, autoscaling/v2beta1's HPAs, discovery/v1beta1's
-  endpoint slices, rbac/v1beta1's role bindings) is left out: its text at
-  1.35 is not in the OpenAPI documents, and kubecache forwards those Tables
-  to a v1.35 upstream rather than guess.
+  endpoint slices, rbac/v1beta1's role bindings) has those texts from
+  dated copies of the types (OLD_API_DOCS): 21 of its 28 columns read as
+  v1.36.2's recording does, 7 differ. Their rows are v1.36's: both
+  printers.go copies read (1baf7abe and 212194ab) print them identically,
+  character for character, and 1.36's one change to them (#136100) is
+  their descriptions' sources.
 
 v1.34 (no recording either) is v1.35 less what 1.35 changed. The printers.go
 copies read bracket it: mortent/kubernetes@1baf7abe (resource.k8s.io/v1beta2,
@@ -139,6 +142,120 @@ V1_34_COLUMNS = {
         ("Age", "string", "", 0, derived.AGE[4]),
     ],
 }
+# Printers whose descriptions 1.33 to 1.35 read from API versions those
+# releases do not serve, so their OpenAPI documents lack the texts:
+# printers.go at 1.33 (mortent/kubernetes@1baf7abe) and 1.35's development
+# (michaelasp/kubernetes@212194ab) describe deployments, replica sets and
+# daemon sets from extensions/v1beta1, cron jobs from batch/v1beta1, HPAs
+# (v1 and v2: one printer) from autoscaling/v2beta1, endpoint slices from
+# discovery/v1beta1 and role bindings from rbac/v1beta1. Their move to the
+# served versions is kubernetes/kubernetes#136100 ("Remove dead api",
+# opened 2026-01-08, after v1.35.0): 1.36 only (and v1.36.2 still reads
+# rbac/v1beta1, whose text lacks rbac/v1's " This field is immutable.").
+# The texts, as SwaggerDoc() renders those types' comments, are the same
+# in stored copies of k8s.io/api from before v1.33.0 (yongruilin/kubernetes
+# @571c3d28, after #128546's "non-terminating" wording) to after v1.35.0
+# (kubernetes/api@426b1b99 and @aba12d41; batch: liggitt/kubernetes
+# @94640da1; autoscaling/v2beta1, frozen since about 1.16, only from
+# below: k8s.io/api v0.32 vendored in kubeadapt/kubeadapt-k8s-pulse
+# @2d3917ec). Each entry: (the old type's field, its text); None where
+# the text is the one v1.36.2 was recorded with, which the build checks.
+OLD_API_DOCS = {
+    "apps/v1/deployments": {
+        "Up-to-date": ("extensions/v1beta1 DeploymentStatus.updatedReplicas", None),
+        "Available": ("extensions/v1beta1 DeploymentStatus.availableReplicas", None),
+        "Selector": ("extensions/v1beta1 DeploymentSpec.selector",
+                     "Label selector for pods. Existing ReplicaSets whose pods are selected by this "
+                     "will be the ones affected by this deployment."),
+    },
+    "apps/v1/replicasets": {
+        "Desired": ("extensions/v1beta1 ReplicaSetSpec.replicas", None),
+        "Current": ("extensions/v1beta1 ReplicaSetStatus.replicas", None),
+        "Ready": ("extensions/v1beta1 ReplicaSetStatus.readyReplicas", None),
+        "Selector": ("extensions/v1beta1 ReplicaSetSpec.selector",
+                     "Selector is a label query over pods that should match the replica count. If "
+                     "the selector is empty, it is defaulted to the labels present on the pod "
+                     "template. Label keys and values that must match in order to be controlled by "
+                     "this replica set. More info: https://kubernetes.io/docs/concepts/overview/"
+                     "working-with-objects/labels/#label-selectors"),
+    },
+    "apps/v1/daemonsets": {
+        "Desired": ("extensions/v1beta1 DaemonSetStatus.desiredNumberScheduled", None),
+        "Current": ("extensions/v1beta1 DaemonSetStatus.currentNumberScheduled", None),
+        "Ready": ("extensions/v1beta1 DaemonSetStatus.numberReady",
+                  "The number of nodes that should be running the daemon pod and have one or more "
+                  "of the daemon pod running and ready."),
+        "Up-to-date": ("extensions/v1beta1 DaemonSetStatus.updatedNumberScheduled", None),
+        "Available": ("extensions/v1beta1 DaemonSetStatus.numberAvailable", None),
+        "Selector": ("extensions/v1beta1 DaemonSetSpec.selector",
+                     "A label query over pods that are managed by the daemon set. Must match in "
+                     "order to be controlled. If empty, defaulted to labels on Pod template. More "
+                     "info: https://kubernetes.io/docs/concepts/overview/working-with-objects/"
+                     "labels/#label-selectors"),
+    },
+    "batch/v1/cronjobs": {
+        "Schedule": ("batch/v1beta1 CronJobSpec.schedule", None),
+        "Timezone": ("batch/v1beta1 CronJobSpec.timeZone", None),
+        "Suspend": ("batch/v1beta1 CronJobSpec.suspend", None),
+        "Active": ("batch/v1beta1 CronJobStatus.active", None),
+        "Last Schedule": ("batch/v1beta1 CronJobStatus.lastScheduleTime", None),
+    },
+    "autoscaling/v2/horizontalpodautoscalers": {
+        "Reference": ("autoscaling/v2beta1 HorizontalPodAutoscalerSpec.scaleTargetRef", None),
+        "Targets": ("autoscaling/v2beta1 HorizontalPodAutoscalerSpec.metrics",
+                    "metrics contains the specifications for which to use to calculate the "
+                    "desired replica count (the maximum replica count across all metrics will be "
+                    "used).  The desired replica count is calculated multiplying the ratio "
+                    "between the target value and the current value by the current number of "
+                    "pods.  Ergo, metrics used must decrease as the pod count is increased, and "
+                    "vice-versa.  See the individual metric source types for more information "
+                    "about how each type of metric must respond."),
+        "MinPods": ("autoscaling/v2beta1 HorizontalPodAutoscalerSpec.minReplicas", None),
+        "MaxPods": ("autoscaling/v2beta1 HorizontalPodAutoscalerSpec.maxReplicas", None),
+        "Replicas": ("autoscaling/v2beta1 HorizontalPodAutoscalerStatus.currentReplicas", None),
+    },
+    "discovery.k8s.io/v1/endpointslices": {
+        "AddressType": ("discovery/v1beta1 EndpointSlice.addressType",
+                        "addressType specifies the type of address carried by this "
+                        "EndpointSlice. All addresses in this slice must be the same type. This "
+                        "field is immutable after creation. The following address types are "
+                        "currently supported: * IPv4: Represents an IPv4 Address. * IPv6: "
+                        "Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain "
+                        "Name."),
+        "Ports": ("discovery/v1beta1 EndpointSlice.ports",
+                  "ports specifies the list of network ports exposed by each endpoint in this "
+                  "slice. Each port must have a unique name. When ports is empty, it indicates "
+                  "that there are no defined ports. When a port is defined with a nil port "
+                  "value, it indicates \"all ports\". Each slice may include a maximum of 100 "
+                  "ports."),
+        "Endpoints": ("discovery/v1beta1 EndpointSlice.endpoints", None),
+    },
+    "rbac.authorization.k8s.io/v1/rolebindings": {
+        "Role": ("rbac/v1beta1 RoleBinding.roleRef", None),
+    },
+    "rbac.authorization.k8s.io/v1/clusterrolebindings": {
+        "Role": ("rbac/v1beta1 ClusterRoleBinding.roleRef", None),
+    },
+}
+OLD_API_DOCS["autoscaling/v1/horizontalpodautoscalers"] = OLD_API_DOCS[
+    "autoscaling/v2/horizontalpodautoscalers"]
+
+
+def old_api_sources(gvr, cols):
+    """The literal each OLD_API_DOCS column is described with; a text
+    left None must be one v1.36.2 was recorded with (columns_v1_36.json
+    holds it, and names the recording as its source)."""
+    recorded = {c["name"]: c["description"] for c in cols}
+    out = {}
+    for name, (field, text) in OLD_API_DOCS[gvr].items():
+        if text is None:
+            text = recorded[name]
+        elif text == recorded[name]:
+            raise SystemExit(f"{gvr} {name}: {field}'s text is v1.36's; write None")
+        out[name] = derived.lit(text)
+    return out
+
+
 V1_33_LEFT_OUT = {
     gvr: "resource.k8s.io/v1 is 1.34's (#132706); 1.33 serves resource.k8s.io only at "
          "v1alpha3/v1beta1/v1beta2 and none of them by default"
@@ -173,6 +290,8 @@ def build(minor):
             ]
             continue
         src = sources(gvr)
+        if gvr in OLD_API_DOCS:
+            src = {**src, **old_api_sources(gvr, cols)}
         missing = [c["name"] for c in cols if c["name"] not in src]
         if missing:
             left_out[gvr] = f"no 1.{minor} source for {', '.join(missing)}"
@@ -205,6 +324,12 @@ def build(minor):
             "; CHANGELOG-1.33 (v1.33.0: #130447, #128499, #129970), "
             "CHANGELOG-1.34 (v1.34.0: #132706 resource.k8s.io/v1, #131549 storage v1 VolumeAttributesClass)"
         )
+    sources_["descriptions from API versions the release does not serve"] = (
+        "extensions/v1beta1, batch/v1beta1, autoscaling/v2beta1, discovery/v1beta1 and "
+        "rbac/v1beta1, read by printers.go until kubernetes/kubernetes#136100 (1.36): "
+        "k8s.io/api yongruilin/kubernetes@571c3d28, kubernetes/api@426b1b99 and @aba12d41, "
+        "liggitt/kubernetes@94640da1, kubeadapt/kubeadapt-k8s-pulse@2d3917ec (v0.32 vendored)"
+    )
     sources_["left out"] = dict(sorted(left_out.items()))
     return {
         "sources": sources_,
