@@ -99,7 +99,7 @@ impl Personality {
     }
 
     /// The Go types protobuf is written with: v1.20's (older releases
-    /// too), each of v1.32's to v1.35's, or v1.36's for v1.36 and newer
+    /// too), each of v1.21's to v1.35's, or v1.36's for v1.36 and newer
     /// (its messages checked against v1.36.2's recorded protobuf,
     /// `../shared/reference`).
     ///
@@ -124,21 +124,22 @@ impl Personality {
     ///
     /// Releases 1.21 to 1.31 added fields one by one (a pod's
     /// status.hostIPs in 1.28, sidecars' restartPolicy in 1.28, …),
-    /// dropped ObjectMeta's clusterName (1.25) and served betas since
-    /// removed (flowcontrol v1beta3, through 1.31), and none of theirs is
-    /// checked here: their protobuf is the upstream's to write (`None`: it
-    /// is forwarded), as a custom resource's is.
-    /// (`protobuf::Schema::of` reads them.)
+    /// dropped or retyped some (ObjectMeta's clusterName, written always
+    /// through 1.24; a PVC's dataSourceRef, a TypedLocalObjectReference in
+    /// 1.22 to 1.25) and served betas since removed (batch/v1beta1 to
+    /// 1.24, flowcontrol v1beta3 to 1.31…): each has its own schema, made
+    /// the same way (k8s-pb 0.6.1, 0.3.0, 0.2.0 and 0.1.0 generated from
+    /// 1.31, 1.30, 1.29 and 1.28; 1.21 to 1.27, for which no crate was
+    /// generated, from 1.28's less the fields the facts date later and
+    /// plus those gone by 1.28), each checked against k8s-openapi's module
+    /// of its release (0.19.0 to 0.25.0). Unlike 1.32 and later, no
+    /// answer of theirs was recorded to check bytes against.
+    /// (`protobuf::Schema::of` reads them.) Always `Some` since every
+    /// release has one; a custom resource's protobuf is the upstream's.
     pub fn protobuf(self) -> Option<Messages> {
-        match self.minor {
-            m if m <= 20 => Some(Messages::V1_20),
-            32 => Some(Messages::V1_32),
-            33 => Some(Messages::V1_33),
-            34 => Some(Messages::V1_34),
-            35 => Some(Messages::V1_35),
-            m if m >= 36 => Some(Messages::V1_36),
-            _ => None,
-        }
+        Some(Messages {
+            minor: self.minor.clamp(20, 36) as u8,
+        })
     }
 }
 
@@ -164,15 +165,21 @@ pub enum Printers {
     V1_36,
 }
 
-/// The Go types protobuf is written with (`Personality::protobuf`).
+/// The Go types protobuf is written with (`Personality::protobuf`): a
+/// release from v1.20 to v1.36.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Messages {
-    V1_20,
-    V1_32,
-    V1_33,
-    V1_34,
-    V1_35,
-    V1_36,
+pub struct Messages {
+    minor: u8,
+}
+
+impl Messages {
+    pub const V1_20: Messages = Messages { minor: 20 };
+    pub const V1_36: Messages = Messages { minor: 36 };
+
+    /// The release's minor version (20 to 36).
+    pub fn minor(self) -> u32 {
+        self.minor.into()
+    }
 }
 
 /// How an upstream's version fits what kubecache knows.
@@ -200,19 +207,15 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_is_written_as_v1_20_or_v1_32_to_v1_36_and_left_to_releases_between() {
-        let release = |p: Personality| p.protobuf();
-        assert_eq!(release(Personality::V1_20), Some(Messages::V1_20));
-        assert_eq!(release(Personality::of(1, 19).0), Some(Messages::V1_20));
-        for minor in [21, 25, 28, 30, 31] {
-            assert_eq!(release(Personality::of(1, minor).0), None, "1.{minor}");
+    fn protobuf_is_written_with_each_releases_messages_from_v1_20_to_v1_36() {
+        let release = |p: Personality| p.protobuf().unwrap().minor();
+        assert_eq!(release(Personality::V1_20), 20);
+        assert_eq!(release(Personality::of(1, 19).0), 20);
+        for minor in 21..=36 {
+            assert_eq!(release(Personality::of(1, minor).0), minor, "1.{minor}");
         }
-        assert_eq!(release(Personality::of(1, 32).0), Some(Messages::V1_32));
-        assert_eq!(release(Personality::of(1, 33).0), Some(Messages::V1_33));
-        assert_eq!(release(Personality::of(1, 34).0), Some(Messages::V1_34));
-        assert_eq!(release(Personality::of(1, 35).0), Some(Messages::V1_35));
-        assert_eq!(release(Personality::NEWEST), Some(Messages::V1_36));
-        assert_eq!(release(Personality::of(1, 40).0), Some(Messages::V1_36));
+        assert_eq!(release(Personality::NEWEST), 36);
+        assert_eq!(release(Personality::of(1, 40).0), 36);
     }
 
     #[test]

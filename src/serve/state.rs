@@ -107,19 +107,12 @@ impl ServeState {
                 k.version
             ),
         };
-        match (p.printers().is_some(), p.protobuf().is_some()) {
-            (true, true) => line,
-            (false, false) => format!(
-                "{line}; Tables and protobuf forwarded (kubecache writes v1.20's and v1.32's to v1.36's)"
-            ),
-            (false, true) => {
-                format!(
-                    "{line}; Tables forwarded (kubecache prints v1.20's and v1.34's to v1.36's)"
-                )
-            }
-            (true, false) => {
-                format!("{line}; protobuf forwarded (kubecache writes v1.20's and v1.32's to v1.36's)")
-            }
+        // Protobuf is written for every release from v1.20 on; Tables not
+        // yet for 1.21 to 1.32.
+        if p.printers().is_some() {
+            line
+        } else {
+            format!("{line}; Tables forwarded (kubecache prints v1.20's and v1.33's to v1.36's)")
         }
     }
 

@@ -290,34 +290,55 @@ mod tests {
         }
     }
 
-    /// The schemas of v1.32 to v1.36, oldest first.
-    fn releases() -> [&'static Schema; 5] {
-        [
-            Schema::v1_32(),
-            Schema::v1_33(),
-            Schema::v1_34(),
-            Schema::v1_35(),
-            Schema::v1_36(),
-        ]
+    /// The schemas of v1.21 to v1.36, oldest first.
+    fn releases() -> Vec<&'static Schema> {
+        (21..=36).map(Schema::of_release).collect()
     }
 
     #[test]
     fn each_release_serves_the_kinds_it_serves_by_default() {
         let has = |s: &Schema, av: &str, k: &str| s.kind(av, k).is_some();
         for (i, s) in releases().into_iter().enumerate() {
-            let minor = 32 + i;
+            let minor = 21 + i;
             assert_eq!(s.release(), format!("v1.{minor}"));
             // In every one: the kinds all serve.
             for (av, k) in [
                 ("v1", "Pod"),
                 ("apps/v1", "Deployment"),
+                ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+                ("batch/v1", "Job"),
+            ] {
+                assert!(has(s, av, k), "v1.{minor} {av}/{k}");
+            }
+            // Betas as the deprecation guide removed them: batch/v1beta1
+            // and policy/v1beta1 after 1.24, autoscaling/v2beta2 after
+            // 1.25, flowcontrol v1beta3 from 1.26 to 1.31; GA versions as
+            // they came: batch/v1 cron jobs 1.21, autoscaling/v2 1.23,
+            // ValidatingAdmissionPolicy 1.30.
+            let gv = [
+                ("batch/v1beta1", "CronJob", minor <= 24),
+                ("policy/v1beta1", "PodSecurityPolicy", minor <= 24),
+                (
+                    "autoscaling/v2beta2",
+                    "HorizontalPodAutoscaler",
+                    minor <= 25,
+                ),
+                (
+                    "flowcontrol.apiserver.k8s.io/v1beta3",
+                    "FlowSchema",
+                    (26..=31).contains(&minor),
+                ),
+                ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema", minor >= 29),
+                ("batch/v1", "CronJob", true),
+                ("autoscaling/v2", "HorizontalPodAutoscaler", minor >= 23),
                 (
                     "admissionregistration.k8s.io/v1",
                     "ValidatingAdmissionPolicy",
+                    minor >= 30,
                 ),
-                ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-            ] {
-                assert!(has(s, av, k), "v1.{minor} {av}/{k}");
+            ];
+            for (av, k, served) in gv {
+                assert_eq!(has(s, av, k), served, "v1.{minor} {av}/{k}");
             }
             // IP addresses and service CIDRs are GA at networking v1 in
             // 1.33 (v1beta1 before, off by default).
@@ -347,18 +368,20 @@ mod tests {
             assert!(!has(s, "resource.k8s.io/v1beta2", "ResourceClaim"));
             assert!(!has(s, "storage.k8s.io/v1beta1", "VolumeAttributesClass"));
         }
-        // And each release's own slot, so that an entry keeps one message
-        // per release.
-        let mut slots: Vec<usize> = releases().iter().map(|s| s.slot()).collect();
-        slots.push(Schema::v1_20().slot());
+        // And each release's own slot, so that an entry's messages are
+        // told apart by release.
+        let mut slots: Vec<usize> = releases().iter().map(|s| s.slot().into()).collect();
+        slots.push(Schema::v1_20().slot().into());
         slots.sort_unstable();
         assert_eq!(slots, (0..Schema::SLOTS).collect::<Vec<_>>());
     }
 
     /// The field numbers of a message of `schema`.
     fn numbers(schema: &Schema, message: &str) -> Vec<u32> {
-        let m = schema.message(message).unwrap();
-        m.fields.iter().map(|f| f.number).collect()
+        let m = schema.message(message);
+        // (A message a release lacks has no fields.)
+        m.map(|m| m.fields.iter().map(|f| f.number).collect())
+            .unwrap_or_default()
     }
 
     #[test]
@@ -386,7 +409,7 @@ mod tests {
         ];
         for (message, number, since) in added {
             for (i, s) in releases().into_iter().enumerate() {
-                let minor = 32 + i;
+                let minor = 21 + i;
                 assert_eq!(
                     numbers(s, message).contains(&number),
                     minor >= since,
@@ -394,12 +417,19 @@ mod tests {
                 );
             }
         }
-        // Older fields are in all: ObjectMeta as v1.36 has it (no
-        // clusterName, 15), a pod's status.resize (14, 1.27).
-        for s in releases() {
+        // Older fields as they came and went: ObjectMeta's clusterName
+        // (15) to 1.24, a pod's status.resize (14) from 1.27, its
+        // status.hostIPs (16) and sidecars' restartPolicy (Container, 24)
+        // from 1.28.
+        for (i, s) in releases().into_iter().enumerate() {
+            let minor = 21 + i;
             let meta = numbers(s, "apimachinery/pkg/apis/meta/v1.ObjectMeta");
-            assert!(!meta.contains(&15), "{}", s.release());
-            assert!(numbers(s, "api/core/v1.PodStatus").contains(&14));
+            assert_eq!(meta.contains(&15), minor <= 24, "v1.{minor}");
+            let status = numbers(s, "api/core/v1.PodStatus");
+            assert_eq!(status.contains(&14), minor >= 27, "v1.{minor}");
+            assert_eq!(status.contains(&16), minor >= 28, "v1.{minor}");
+            let container = numbers(s, "api/core/v1.Container");
+            assert_eq!(container.contains(&24), minor >= 28, "v1.{minor}");
         }
     }
 
@@ -444,6 +474,37 @@ mod tests {
     }
 
     #[test]
+    fn object_meta_writes_an_empty_cluster_name_through_v1_24_only() {
+        // ObjectMeta.ClusterName, a non-pointer string (15): gogo wrote it
+        // even empty (`\x7a\x00`) until 1.25 removed it.
+        let cm = br#"{"metadata":{"name":"c","namespace":"n"},"data":{"k":"v"}}"#;
+        let at =
+            |minor| object_message_in(Schema::of_release(minor), "v1", "ConfigMap", cm).unwrap();
+        let (v1_24, v1_25) = (at(24), at(25));
+        assert_eq!(v1_24.len(), v1_25.len() + 2);
+        assert_eq!(at(21), v1_24);
+        assert_eq!(at(20), v1_24, "v1.20's own schema agrees");
+        assert_eq!(at(32), v1_25);
+    }
+
+    #[test]
+    fn a_sidecar_or_host_ips_are_refused_before_v1_28_and_written_from_it() {
+        // Container.restartPolicy and PodStatus.hostIPs came in 1.28: a
+        // v1.27 schema cannot hold them (the pod is read upstream), 1.28's
+        // writes them as every later release does.
+        let pod = br#"{"metadata":{"name":"p","namespace":"n"},"spec":{"initContainers":[{"name":"s","image":"i","restartPolicy":"Always"}],"containers":[{"name":"c","image":"i"}]},"status":{"hostIPs":[{"ip":"10.0.0.1"}]}}"#;
+        let at = |minor| object_message_in(Schema::of_release(minor), "v1", "Pod", pod);
+        assert!(at(27).is_err());
+        assert!(at(21).is_err());
+        let v1_28 = at(28).unwrap();
+        assert_eq!(v1_28, at(31).unwrap());
+        let back = |minor, m: &[u8]| {
+            decode::decode_message_with(Schema::of_release(minor), "v1", "Pod", m).unwrap()
+        };
+        assert_eq!(back(28, &v1_28), back(31, &at(31).unwrap()));
+    }
+
+    #[test]
     fn a_crd_is_written_without_observed_generation_before_v1_35() {
         // 1.35 added CustomResourceDefinitionStatus.observedGeneration
         // (4), an int64 that gogo writes even when 0 (v1.36.2 recorded
@@ -451,7 +512,7 @@ mod tests {
         // JSON leaves it out (omitempty, 0) is two bytes shorter.
         let crd = br#"{"metadata":{"name":"ws.example.com"},"spec":{"group":"example.com","names":{"plural":"ws","kind":"W"},"scope":"Namespaced","versions":[]},"status":{"acceptedNames":{"plural":"ws","kind":"W"}}}"#;
         let (av, kind) = ("apiextensions.k8s.io/v1", "CustomResourceDefinition");
-        let written: Vec<Vec<u8>> = releases()
+        let written: Vec<Vec<u8>> = releases()[11..]
             .iter()
             .map(|s| object_message_in(s, av, kind, crd).unwrap())
             .collect();

@@ -6,8 +6,9 @@
 //! JSON writes them in); v1.36's from `schema_v1_36.json`, in the same
 //! format, which `schema_v1_36.py` derives from it, the k8s-pb crate's
 //! messages (upstream's `generated.proto`) and the facts it lacks
-//! (`schema_v1_36.facts`). Which one a codec writes with is its
-//! personality's (`Personality::protobuf`).
+//! (`schema_v1_36.facts`), and every release's between from
+//! `schema_v1_21.json` … `schema_v1_35.json` (`--release N`). Which one a
+//! codec writes with is its personality's (`Personality::protobuf`).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -144,11 +145,12 @@ struct Raw {
 type RawField = (String, u32, String, String, bool);
 
 impl Schema {
-    /// How many schemas kubecache has: an entry keeps one protobuf message
-    /// per schema, so that a codec following another release (the
-    /// upstream upgraded, the entry did not change) never serves a message
-    /// made with the other's.
-    pub const SLOTS: usize = 6;
+    /// How many schemas kubecache has, each with its slot: an entry keeps
+    /// its protobuf messages tagged with the slot of the schema they were
+    /// made with, so that a codec following another release (the upstream
+    /// upgraded, the entry did not change) never serves a message made
+    /// with the other's (`Later::protobuf`).
+    pub const SLOTS: usize = 17;
 
     /// The schema in memo slot `slot`, parsed on first use.
     fn load(slot: usize) -> &'static Schema {
@@ -161,6 +163,17 @@ impl Schema {
             (include_str!("schema_v1_34.json"), "v1.34"),
             (include_str!("schema_v1_35.json"), "v1.35"),
             (include_str!("schema_v1_32.json"), "v1.32"),
+            (include_str!("schema_v1_21.json"), "v1.21"),
+            (include_str!("schema_v1_22.json"), "v1.22"),
+            (include_str!("schema_v1_23.json"), "v1.23"),
+            (include_str!("schema_v1_24.json"), "v1.24"),
+            (include_str!("schema_v1_25.json"), "v1.25"),
+            (include_str!("schema_v1_26.json"), "v1.26"),
+            (include_str!("schema_v1_27.json"), "v1.27"),
+            (include_str!("schema_v1_28.json"), "v1.28"),
+            (include_str!("schema_v1_29.json"), "v1.29"),
+            (include_str!("schema_v1_30.json"), "v1.30"),
+            (include_str!("schema_v1_31.json"), "v1.31"),
         ];
         static SCHEMAS: [OnceLock<Schema>; Schema::SLOTS] =
             [const { OnceLock::new() }; Schema::SLOTS];
@@ -209,22 +222,33 @@ impl Schema {
         Schema::load(4)
     }
 
-    /// The memo slot of messages made with this schema (below
+    /// The slot messages made with this schema are tagged with (below
     /// [`Schema::SLOTS`]).
-    pub fn slot(&self) -> usize {
-        self.slot
+    pub fn slot(&self) -> u8 {
+        // SLOTS is far below 256.
+        self.slot as u8
     }
 
     /// The schema of `messages`' Go types.
     pub fn of(messages: crate::encode::personality::Messages) -> &'static Schema {
-        use crate::encode::personality::Messages;
-        match messages {
-            Messages::V1_20 => Schema::v1_20(),
-            Messages::V1_32 => Schema::v1_32(),
-            Messages::V1_33 => Schema::v1_33(),
-            Messages::V1_34 => Schema::v1_34(),
-            Messages::V1_35 => Schema::v1_35(),
-            Messages::V1_36 => Schema::v1_36(),
+        Schema::of_release(messages.minor())
+    }
+
+    /// The schema of the v1.`minor` API (20 to 36; v1.20's below, v1.36's
+    /// above): v1.21's to v1.31's are made as v1.32's are
+    /// (`schema_v1_36.py --release N`), from the k8s-pb crate generated
+    /// from 1.28 to 1.31 (1.21 to 1.27: 1.28's less the fields the facts
+    /// date later, plus those gone by then), each checked against its
+    /// release's k8s-openapi module.
+    pub fn of_release(minor: u32) -> &'static Schema {
+        match minor {
+            ..=20 => Schema::v1_20(),
+            21..=31 => Schema::load(6 + (minor - 21) as usize),
+            32 => Schema::v1_32(),
+            33 => Schema::v1_33(),
+            34 => Schema::v1_34(),
+            35 => Schema::v1_35(),
+            _ => Schema::v1_36(),
         }
     }
 
