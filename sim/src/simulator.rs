@@ -117,13 +117,17 @@ pub enum Personality {
     /// and consistent reads are the simulator's v1.36 ones; which of them
     /// 1.33's feature gates left on is not modelled).
     V1_33,
+    /// v1.32: likewise, with v1.32's representations and its `/version`,
+    /// which has no emulation fields (kubernetes#130019 added them in 1.33).
+    V1_32,
 }
 
 impl Personality {
-    /// `v1.20`, `v1.33`, `v1.34`, `v1.35` or `v1.36` (the `v` optional).
+    /// `v1.20`, `v1.32` to `v1.36` (the `v` optional).
     pub fn parse(s: &str) -> Option<Self> {
         match s.strip_prefix('v').unwrap_or(s) {
             "1.20" => Some(Personality::V1_20),
+            "1.32" => Some(Personality::V1_32),
             "1.33" => Some(Personality::V1_33),
             "1.34" => Some(Personality::V1_34),
             "1.35" => Some(Personality::V1_35),
@@ -137,6 +141,7 @@ impl Personality {
         use kubecache::encode::personality::Personality as P;
         match self {
             Personality::V1_20 => P::V1_20,
+            Personality::V1_32 => P::of(1, 32).0,
             Personality::V1_33 => P::of(1, 33).0,
             Personality::V1_34 => P::of(1, 34).0,
             Personality::V1_35 => P::of(1, 35).0,
@@ -165,6 +170,10 @@ impl Personality {
         match self {
             Personality::V1_20 => {
                 serde_json::json!({"major": "1", "minor": "20", "gitVersion": "v1.20.2-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19", "compiler": "gc", "platform": "linux/amd64"})
+            }
+            // Go 1.23.3 built 1.32 (kubernetes#128852); no emulation fields.
+            Personality::V1_32 => {
+                serde_json::json!({"major": "1", "minor": "32", "gitVersion": "v1.32.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.3", "compiler": "gc", "platform": "linux/amd64"})
             }
             // As v1.33.3 (k3s) answered, its emulation fields included.
             Personality::V1_33 => {

@@ -65,14 +65,18 @@ impl Personality {
     /// 1.33 does not serve. Their column descriptions are their own
     /// release's API docs (`columns_v1_3N.json`, which leave out the
     /// printers whose descriptions come from API versions those releases
-    /// do not serve; `columns_v1_33_to_35.py` says how each was dated).
-    /// Releases between v1.20 and v1.33 changed printers one by one
-    /// (pods' restarts in 1.22, jobs' Status in 1.30, …) and are not
-    /// checked: their Tables are the upstream's to print (`None`), as
-    /// older releases' are.
+    /// do not serve described from dated copies of those types;
+    /// `columns_v1_32_to_35.py` says how each was dated). v1.32's are
+    /// v1.33's but for resource quotas' Age, second as in v1.20 (#129419
+    /// moved it last after v1.32.0), and extensions/v1beta1's older
+    /// texts. Releases between v1.20 and v1.32 changed printers one by
+    /// one (pods' restarts in 1.22, jobs' Status in 1.30, …) and not every
+    /// change is dated yet: their Tables are the upstream's to print
+    /// (`None`), as older releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            32 => Some(Printers::V1_32),
             33 => Some(Printers::V1_33),
             34 => Some(Printers::V1_34),
             35 => Some(Printers::V1_35),
@@ -159,6 +163,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_32,
     V1_33,
     V1_34,
     V1_35,
@@ -235,13 +240,14 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_33_to_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_32_to_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 32).0.printers(), Some(Printers::V1_32));
         assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
         assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
         assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 28, 32] {
+        for minor in [21, 22, 28, 31] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

@@ -7,15 +7,15 @@
 //! recorded printing, from `columns_v1_36_derived.json` (printers.go's
 //! definitions with 1.36's API docs, each column with its source, made and
 //! checked against the recording by `columns_v1_36_derived.py`);
-//! `columns_v1_35.json`, `columns_v1_34.json` and `columns_v1_33.json` as
-//! v1.35, v1.34 and v1.33 serve them, regenerated (and checked, `--check`)
-//! by `columns_v1_33_to_35.py` from v1.36's columns (v1.33's and v1.34's
-//! service accounts' Secrets column restored, resource.k8s.io/v1 left out
-//! of v1.33's) and each release's API docs, or, for the printers that read
-//! API versions those releases no longer serve (deployments, HPAs, endpoint
-//! slices, role bindings…), those types' texts from dated copies. Which a
-//! Table is printed with is its
-//! codec's personality's to say (`Personality::printers`).
+//! `columns_v1_35.json` … `columns_v1_32.json` as v1.35 to v1.32 serve them,
+//! regenerated (and checked, `--check`) by `columns_v1_32_to_35.py` from
+//! v1.36's columns (v1.32's resource quotas with Age second; v1.32's to
+//! v1.34's service accounts' Secrets column restored, resource.k8s.io/v1
+//! left out of v1.32's and v1.33's) and each release's API docs, or, for
+//! the printers that read API versions those releases no longer serve
+//! (deployments, HPAs, endpoint slices, role bindings…), those types' texts
+//! from dated copies. Which a Table is printed with is its codec's
+//! personality's to say (`Personality::printers`).
 
 use crate::encode::personality::Printers;
 use crate::go::json::string as go_string;
@@ -79,6 +79,10 @@ static V1_20: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
 });
 
+static V1_32: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_32.json")).expect("columns_v1_32.json is valid")
+});
+
 static V1_33: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns_v1_33.json")).expect("columns_v1_33.json is valid")
 });
@@ -98,6 +102,7 @@ static V1_36: LazyLock<File> = LazyLock::new(|| {
 fn file(printers: Printers) -> &'static File {
     match printers {
         Printers::V1_20 => &V1_20,
+        Printers::V1_32 => &V1_32,
         Printers::V1_33 => &V1_33,
         Printers::V1_34 => &V1_34,
         Printers::V1_35 => &V1_35,
@@ -414,6 +419,74 @@ mod tests {
         );
         let selector = describe(Printers::V1_36, "apps/v1/deployments", "Selector");
         assert!(selector.ends_with("It must match the pod template's labels."));
+    }
+
+    #[test]
+    fn v1_32_has_v1_33s_columns_but_resource_quotas_age_second_and_older_workload_texts() {
+        let file: serde_json::Value =
+            serde_json::from_str(include_str!("columns_v1_32.json")).unwrap();
+        let left_out = file["sources"]["left out"].as_object().unwrap();
+        let (v1_32, v1_33) = (Printers::V1_32, Printers::V1_33);
+        let mut described_apart = Vec::new();
+        for gvr in printed_resources(v1_33) {
+            let Some(cols) = printed(v1_32, gvr) else {
+                // IP addresses and service CIDRs went GA, cluster trust
+                // bundles beta, in 1.33.
+                assert!(left_out.contains_key(gvr), "{gvr}");
+                continue;
+            };
+            let theirs = printed(v1_33, gvr).unwrap();
+            let names = |c: &[Column]| c.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+            if gvr == "/v1/resourcequotas" {
+                assert_eq!(names(cols), ["Name", "Age", "Request", "Limit"]);
+                assert_eq!(names(theirs), ["Name", "Request", "Limit", "Age"]);
+                continue;
+            }
+            assert_eq!(names(cols), names(theirs), "{gvr}");
+            for (a, b) in cols.iter().zip(theirs) {
+                if a.description != b.description {
+                    described_apart.push(format!("{gvr} {}", a.name));
+                }
+            }
+        }
+        assert_eq!(
+            printed_resources(v1_32).len() + 3,
+            printed_resources(v1_33).len()
+        );
+        // extensions/v1beta1 before #128546's "non-terminating" wording;
+        // every other text as 1.33's docs have it.
+        assert_eq!(
+            described_apart,
+            [
+                "apps/v1/deployments Up-to-date",
+                "apps/v1/deployments Available",
+                "apps/v1/replicasets Desired",
+                "apps/v1/replicasets Current",
+                "apps/v1/replicasets Ready",
+            ]
+        );
+        let ready = &printed(v1_32, "apps/v1/replicasets").unwrap()[3];
+        assert_eq!(
+            ready.description,
+            "The number of ready replicas for this replica set."
+        );
+        // extensions/v1beta1's, as v1.20 recorded them, but for a typo
+        // fixed since ("oberved").
+        for gvr in [
+            "apps/v1/deployments",
+            "apps/v1/replicasets",
+            "apps/v1/daemonsets",
+        ] {
+            let old = printed(Printers::V1_20, gvr).unwrap();
+            for a in printed(v1_32, gvr).unwrap() {
+                let old_api = !["Name", "Age", "Containers", "Images", "Node Selector"]
+                    .contains(&a.name.as_str());
+                if old_api && !(gvr == "apps/v1/replicasets" && a.name == "Current") {
+                    let b = old.iter().find(|b| b.name == a.name).unwrap();
+                    assert_eq!(a.description, b.description, "{gvr} {}", a.name);
+                }
+            }
+        }
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

@@ -39,6 +39,43 @@ def rust_unescape(s):
 
 
 def parse(root):
+    """A release's descriptions, in either layout of the crate's sources:
+    0.29's (`json_schema!`) or, before it (0.13 to 0.25), schemars'
+    builder calls (`parse_builder`)."""
+    pod = os.path.join(root, "api", "core", "v1", "pod.rs")
+    if "json_schema!" in open(pod, encoding="utf-8").read():
+        return parse_macro(root)
+    return parse_builder(root)
+
+
+def parse_builder(root):
+    """0.13 to 0.25: each property a `"name".to_owned()` (or `.into()`)
+    line, then its schema's `description: Some("…")`; the type's own
+    description is the one at the outer schema's indent (16)."""
+    docs = {}
+    for path in glob.glob(os.path.join(root, "**", "*.rs"), recursive=True):
+        text = open(path, encoding="utf-8").read()
+        m = re.match(r"// Generated from definition (\S+)", text)
+        if not m or "fn json_schema" not in text:
+            continue
+        d = {}
+        prop = None
+        for line in text[text.index("fn json_schema"):].split("\n"):
+            pm = re.match(r'^\s+"([^"]+)"\.(?:to_owned|into)\(\),\s*$', line)
+            if pm:
+                prop = pm.group(1)
+                continue
+            dm = re.search(r"description: Some\(" + STRING, line)
+            if dm:
+                indent = len(line) - len(line.lstrip(" "))
+                key = "" if indent == 16 else prop
+                if key is not None and key not in d:
+                    d[key] = rust_unescape(dm.group(1))
+        docs[m.group(1)] = d
+    return docs
+
+
+def parse_macro(root):
     docs = {}
     for path in glob.glob(os.path.join(root, "**", "*.rs"), recursive=True):
         text = open(path, encoding="utf-8").read()

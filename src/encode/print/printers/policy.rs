@@ -6,6 +6,7 @@
 
 use super::fields::{arr, at, count, created, int, name, s, RowFn};
 use super::workloads::{format_label_selector, format_labels};
+use crate::encode::personality::Printers;
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
@@ -67,11 +68,19 @@ fn priority_class(p: &Value, r: &mut RowBuilder) {
         .since_field(created(p));
 }
 
-/// v1.36's printers where they differ from v1.20's (or serve a version
-/// v1.20 did not have with a printer it did).
-pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+/// v1.32's to v1.36's printers where they differ from v1.20's (or serve
+/// a version v1.20 did not have with a printer it did): all v1.36's but
+/// resource quotas under v1.32, whose Age is still second (kubernetes
+/// #129419 moved it last after v1.32.0).
+pub fn lookup_since_v1_32(
+    printers: Printers,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Option<RowFn> {
     Some(match (group, version, resource) {
         ("scheduling.k8s.io", "v1", "priorityclasses") => priority_class_v1_36,
+        ("", "v1", "resourcequotas") if printers == Printers::V1_32 => return None,
         ("", "v1", "resourcequotas") => resource_quota_v1_36,
         ("policy", "v1", "poddisruptionbudgets") => pod_disruption_budget,
         ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies") => {
@@ -718,6 +727,27 @@ mod tests {
         assert_eq!(
             cells(("", "v1", "resourcequotas"), q, "2026-01-01T01:00:00Z"),
             r#""cells":["rq","60m","pods: 3/10","limits.cpu: 0/2"]"#
+        );
+    }
+
+    #[test]
+    fn v1_33_moved_resource_quotas_age_last_and_v1_32_prints_it_second() {
+        // kubernetes#129419, opened after v1.32.0: v1.32 prints v1.20's row.
+        let hard = json!({"pods": "10"});
+        let q = json!({"metadata": meta("rq"), "spec": {"hard": hard},
+            "status": {"hard": hard, "used": {"pods": "3"}}});
+        let gvr = ("", "v1", "resourcequotas");
+        check_as(
+            Personality::of(1, 32).0,
+            gvr,
+            q.clone(),
+            r#""cells":["rq","60m","pods: 3/10",""]"#,
+        );
+        check_as(
+            Personality::of(1, 33).0,
+            gvr,
+            q,
+            r#""cells":["rq","pods: 3/10","","60m"]"#,
         );
     }
 

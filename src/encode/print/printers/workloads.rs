@@ -496,11 +496,9 @@ fn daemon_set(x: &Value, r: &mut RowBuilder) {
         .str(&format_label_selector(at(x, &["spec", "selector"])));
 }
 
-/// `printJob`: completions as succeeded/wanted, and how long the job ran
-/// (still counting while it has not completed).
-/// v1.33's to v1.36's printers where they differ from v1.20's: a job's
-/// Status (kubernetes 1.30; SuccessCriteriaMet among them from 1.34), a
-/// cron job's Timezone (1.27, batch/v1).
+/// v1.32's to v1.36's printers where they differ from v1.20's: a job's
+/// Status (kubernetes#123226, 1.30; SuccessCriteriaMet among them from
+/// 1.34), a cron job's Timezone (#122231, 1.30).
 pub fn lookup_since_v1_33(
     printers: Printers,
     group: &str,
@@ -508,7 +506,9 @@ pub fn lookup_since_v1_33(
     resource: &str,
 ) -> Option<RowFn> {
     Some(match (group, version, resource) {
-        ("batch", "v1", "jobs") if printers == Printers::V1_33 => job_v1_33,
+        ("batch", "v1", "jobs") if matches!(printers, Printers::V1_32 | Printers::V1_33) => {
+            job_v1_33
+        }
         ("batch", "v1", "jobs") => job_v1_36,
         ("batch", "v1", "cronjobs") => cron_job_v1_36,
         _ => return None,
@@ -544,10 +544,14 @@ fn job_status(j: &Value, success_criteria_met: bool) -> &'static str {
     }
 }
 
+/// `printJob`: completions as succeeded/wanted, and how long the job ran
+/// (still counting while it has not completed).
 fn job(j: &Value, r: &mut RowBuilder) {
     job_as(j, r, None)
 }
 
+/// v1.32's and v1.33's: no SuccessCriteriaMet status (kubernetes#132832,
+/// v1.34.0-beta.0).
 fn job_v1_33(j: &Value, r: &mut RowBuilder) {
     job_as(j, r, Some(Printers::V1_33))
 }
@@ -577,7 +581,10 @@ fn job_as(j: &Value, r: &mut RowBuilder, printers: Option<Printers>) {
     };
     r.str(name(j));
     if let Some(p) = printers {
-        r.str(job_status(j, p != Printers::V1_33));
+        r.str(job_status(
+            j,
+            !matches!(p, Printers::V1_32 | Printers::V1_33),
+        ));
     }
     r.str(&completions);
     match (time("startTime"), time("completionTime")) {

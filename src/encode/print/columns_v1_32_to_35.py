@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json, columns_v1_34.json and columns_v1_33.json:
-Table column definitions as kube-apiserver v1.35, v1.34 and v1.33 serve
-them, for the printers whose every column can be derived. Usage, from the
-repository's root:
+"""Regenerates columns_v1_35.json, columns_v1_34.json, columns_v1_33.json and
+columns_v1_32.json: Table column definitions as kube-apiserver v1.35, v1.34,
+v1.33 and v1.32 serve them, for the printers whose every column can be
+derived. Usage, from the repository's root:
 
-    src/encode/print/columns_v1_33_to_35.py 35 > src/encode/print/columns_v1_35.json
-    src/encode/print/columns_v1_33_to_35.py 34 > src/encode/print/columns_v1_34.json
-    src/encode/print/columns_v1_33_to_35.py 33 > src/encode/print/columns_v1_33.json
-    src/encode/print/columns_v1_33_to_35.py --check   # fails if any file differs
+    src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
+    src/encode/print/columns_v1_32_to_35.py 34 > src/encode/print/columns_v1_34.json
+    src/encode/print/columns_v1_32_to_35.py 33 > src/encode/print/columns_v1_33.json
+    src/encode/print/columns_v1_32_to_35.py 32 > src/encode/print/columns_v1_32.json
+    src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
 recorded from v1.36.2 or derived from printers.go) but for what changed in
@@ -81,6 +82,29 @@ Descriptions are 1.33's API docs (k8s-openapi 0.29.0's v1_33): of the
 columns kept, only CSI drivers' AttachRequired reads differently from
 1.34's ("If the CSIDriverRegistry feature gate is enabled and ...").
 
+v1.32 (no recording either) is v1.33 less what 1.33 changed. Goend/
+kubernetes@247a91cd is 1.32's printers.go (resource.k8s.io/v1beta1,
+coordination v1alpha2, MutatingAdmissionPolicy printers and priority
+classes' PreemptionPolicy, #126529, all 1.32; none of CHANGELOG-1.33's
+printer changes) but for a local edit of its pod printer; its column
+definitions differ from yongruilin's 144a7980 (early 1.33 development)
+only by resource quotas' Age, which #129419 (opened after v1.32.0, release
+note NONE) moved last: v1.32 prints Name, Age, Request, Limit, as v1.20
+does (V1_32_COLUMNS; the row likewise, printers/policy.rs). 1.32 served
+neither networking.k8s.io/v1's IP addresses and service CIDRs (GA in
+1.33) nor certificates v1beta1's cluster trust bundles (#128499, 1.33):
+left out. Descriptions are 1.32's API docs, k8s-openapi 0.25.0's v1_32
+(the crate's older layout, read by columns_v1_36_openapi.parse_builder,
+which reads 0.25.0's v1_33 exactly as 0.29.0's is read: 626 definitions,
+3,121 texts, every one the same), but for the printers reading unserved API versions:
+extensions/v1beta1's texts at 1.32 are k8s.io/api v0.32.1's
+(kubeadapt/kubeadapt-k8s-pulse@2d3917ec vendors it; its `#` in URLs,
+scrubbed there, restored as v1.20's recorded texts have them), before
+#128546's "non-terminating" wording (EXTENSIONS_V1_32: all but replica
+sets' Current read as v1.20 recorded them, whose "oberved" was fixed
+since); batch/v1beta1, autoscaling/v2beta1, discovery/v1beta1 and
+rbac/v1beta1 read as at 1.33 (the same in v0.32.1's copies).
+
 "default" (the default convertor's resources) and ObjectMeta's "name" and
 "creationTimestamp" (the default and custom resource convertors' Name and
 age columns) are v1.36's lists with 1.35's docs.
@@ -93,8 +117,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.argv, ARGS = sys.argv[:1], sys.argv[1:]
 CORE = "io.k8s.api.core.v1."
+sys.path.insert(0, os.path.join(HERE, "..", "protobuf"))
 import columns_v1_36_derived as derived  # noqa: E402
 from columns_v1_36_openapi import parse as parse_openapi  # noqa: E402
+import schema_v1_36 as protobuf_schema  # noqa: E402  (its pinned crates)
 
 
 def out_file(minor):
@@ -106,9 +132,20 @@ def out_file(minor):
 DOCS = {}
 
 
+def openapi_root(minor):
+    """src/v1_<minor> of the k8s-openapi crate holding that release's
+    docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.32."""
+    if minor == 32:
+        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_25)
+        return os.path.join(crate, "src", "v1_32")
+    return derived.k8s_openapi(f"v1_{minor}")
+
+
 def describe(spec, minor):
     """A description at 1.`minor`, from its release's API docs."""
-    docs = DOCS.setdefault(minor, parse_openapi(derived.k8s_openapi(f"v1_{minor}")))
+    if minor not in DOCS:
+        DOCS[minor] = parse_openapi(openapi_root(minor))
+    docs = DOCS[minor]
     kind = spec[0]
     if kind == "literal":
         return spec[1]
@@ -241,10 +278,32 @@ OLD_API_DOCS["autoscaling/v1/horizontalpodautoscalers"] = OLD_API_DOCS[
     "autoscaling/v2/horizontalpodautoscalers"]
 
 
-def old_api_sources(gvr, cols):
+# extensions/v1beta1 at 1.32 (k8s.io/api v0.32.1), before #128546 (1.33),
+# where its text is not 1.33's.
+EXTENSIONS_V1_32 = {
+    "DeploymentStatus.updatedReplicas":
+        "Total number of non-terminated pods targeted by this deployment that have the "
+        "desired template spec.",
+    "DeploymentStatus.availableReplicas":
+        "Total number of available pods (ready for at least minReadySeconds) targeted by "
+        "this deployment.",
+    "ReplicaSetSpec.replicas":
+        "Replicas is the number of desired replicas. This is a pointer to distinguish between "
+        "explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/"
+        "concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller",
+    "ReplicaSetStatus.replicas":
+        "Replicas is the most recently observed number of replicas. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/"
+        "#what-is-a-replicationcontroller",
+    "ReplicaSetStatus.readyReplicas": "The number of ready replicas for this replica set.",
+}
+
+
+def old_api_sources(gvr, cols, minor):
     """The literal each OLD_API_DOCS column is described with; a text
     left None must be one v1.36.2 was recorded with (columns_v1_36.json
-    holds it, and names the recording as its source)."""
+    holds it, and names the recording as its source). At 1.32,
+    extensions/v1beta1's own texts where they differ."""
     recorded = {c["name"]: c["description"] for c in cols}
     out = {}
     for name, (field, text) in OLD_API_DOCS[gvr].items():
@@ -252,10 +311,23 @@ def old_api_sources(gvr, cols):
             text = recorded[name]
         elif text == recorded[name]:
             raise SystemExit(f"{gvr} {name}: {field}'s text is v1.36's; write None")
+        if minor == 32 and field.startswith("extensions/v1beta1 "):
+            text = EXTENSIONS_V1_32.get(field.split(" ", 1)[1], text)
         out[name] = derived.lit(text)
     return out
 
 
+# What 1.33 changed, undone for 1.32: resource quotas' Age back after the
+# name (#129419), and the group versions 1.33 added.
+V1_32_COLUMNS = {
+    "/v1/resourcequotas": ["Name", "Age", "Request", "Limit"],
+}
+V1_32_LEFT_OUT = {
+    "networking.k8s.io/v1/ipaddresses": "networking.k8s.io/v1 IP addresses are 1.33's (GA)",
+    "networking.k8s.io/v1/servicecidrs": "networking.k8s.io/v1 service CIDRs are 1.33's (GA)",
+    "certificates.k8s.io/v1beta1/clustertrustbundles":
+        "certificates v1beta1 cluster trust bundles are 1.33's (#128499)",
+}
 V1_33_LEFT_OUT = {
     gvr: "resource.k8s.io/v1 is 1.34's (#132706); 1.33 serves resource.k8s.io only at "
          "v1alpha3/v1beta1/v1beta2 and none of them by default"
@@ -280,7 +352,7 @@ def build(minor):
         if minor <= 34 and gvr in V1_34_LEFT_OUT:
             left_out[gvr] = V1_34_LEFT_OUT[gvr]
             continue
-        if minor == 33 and gvr in V1_33_LEFT_OUT:
+        if minor <= 33 and gvr in V1_33_LEFT_OUT:
             left_out[gvr] = V1_33_LEFT_OUT[gvr]
             continue
         if minor <= 34 and gvr in V1_34_COLUMNS:
@@ -290,8 +362,14 @@ def build(minor):
             ]
             continue
         src = sources(gvr)
+        if minor == 32 and gvr in V1_32_LEFT_OUT:
+            left_out[gvr] = V1_32_LEFT_OUT[gvr]
+            continue
         if gvr in OLD_API_DOCS:
-            src = {**src, **old_api_sources(gvr, cols)}
+            src = {**src, **old_api_sources(gvr, cols, minor)}
+        if minor == 32 and gvr in V1_32_COLUMNS:
+            by_name = {c["name"]: c for c in cols}
+            cols = [by_name[n] for n in V1_32_COLUMNS[gvr]]
         missing = [c["name"] for c in cols if c["name"] not in src]
         if missing:
             left_out[gvr] = f"no 1.{minor} source for {', '.join(missing)}"
@@ -301,9 +379,16 @@ def build(minor):
     sources_ = {
         "columns": "columns_v1_36.json (v1.36's printers: their columns did not change in 1.36)",
         "printers.go": derived.PRINTERS_GO,
-        "descriptions": f"k8s-openapi 0.29.0 (crates.io), src/v1_{minor}: Kubernetes 1.{minor}'s OpenAPI descriptions",
+        "descriptions": f"k8s-openapi {'0.25.0' if minor == 32 else '0.29.0'} (crates.io), "
+                        f"src/v1_{minor}: Kubernetes 1.{minor}'s OpenAPI descriptions",
     }
-    if minor == 33:
+    if minor == 32:
+        sources_["printers.go of v1.32"] = {
+            "repo": "Goend/kubernetes",
+            "path": "pkg/printers/internalversion/printers.go",
+            "commit": "247a91cd (its pod printer locally edited: pods as 1.33's)",
+        }
+    if minor <= 33:
         sources_["printers.go after v1.32's"] = {
             "repo": "yongruilin/kubernetes",
             "path": "pkg/printers/internalversion/printers.go",
@@ -319,10 +404,15 @@ def build(minor):
             "CHANGELOG-1.35 (v1.35.0-alpha.1: #117160, service accounts' Secrets column removed), "
             "CHANGELOG-1.34 (v1.34.0-beta.0: #132832, jobs' SuccessCriteriaMet)"
         )
-    if minor == 33:
+    if minor <= 33:
         sources_["changes dated"] += (
             "; CHANGELOG-1.33 (v1.33.0: #130447, #128499, #129970), "
             "CHANGELOG-1.34 (v1.34.0: #132706 resource.k8s.io/v1, #131549 storage v1 VolumeAttributesClass)"
+        )
+    if minor == 32:
+        sources_["changes dated"] += (
+            "; #129419 (resource quotas' Age last, opened after v1.32.0), "
+            "CHANGELOG-1.33 (networking.k8s.io/v1 IP addresses and service CIDRs)"
         )
     sources_["descriptions from API versions the release does not serve"] = (
         "extensions/v1beta1, batch/v1beta1, autoscaling/v2beta1, discovery/v1beta1 and "
@@ -342,14 +432,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in (33, 34, 35):
+        for minor in (32, 33, 34, 35):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
-                raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_33_to_35.py makes")
+                raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in (["33"], ["34"], ["35"]):
-        raise SystemExit("usage: columns_v1_33_to_35.py 33|34|35|--check")
+    if ARGS not in (["32"], ["33"], ["34"], ["35"]):
+        raise SystemExit("usage: columns_v1_32_to_35.py 32|33|34|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 
