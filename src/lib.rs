@@ -22,8 +22,10 @@
 //! Layers from the bottom up (each imports only those below it; checked by
 //! `tests/layers.rs`): `go`, `resource`, `metrics`, `body`, `flight`;
 //! `status`, `selector`; `request`; `store`; `encode`; `upstream`;
-//! `reflector`, `access`; `freshness`; `cache`; `serve`; `config`. The simulated apiserver is the
-//! `kubecache-sim` crate, and the `kubecache` command is `kubecache-cli`.
+//! `reflector`, `access`; `freshness`; `cache`; `serve`; `config`,
+//! `serving`. The simulated apiserver is the `kubecache-sim` crate, which
+//! uses `serving` (the part of `serve` another server may build on), never
+//! `serve` itself; the `kubecache` command is `kubecache-cli`.
 
 pub mod access;
 pub mod body;
@@ -41,6 +43,7 @@ pub mod request;
 pub mod resource;
 pub mod selector;
 pub mod serve;
+pub mod serving;
 pub mod status;
 pub mod store;
 pub mod upstream;

@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["freshness"],
     &["cache"],
     &["serve"],
-    &["config"],
+    &["config", "serving"],
 ];
 
 /// Modules that are not part of the product build (test doubles).
@@ -694,4 +694,32 @@ fn no_integration_test_file_is_over_1500_lines_and_the_commands_main_is_small() 
     // cli/src/commands.
     let main = lines(&root.join("cli/src/main.rs"));
     assert!(main <= 500, "cli/src/main.rs has {main} lines");
+}
+
+/// Whether code (stripped of comments and strings) names a `serve::` path.
+fn names_serve(code: &str) -> bool {
+    code.match_indices("serve::")
+        .any(|(i, _)| !code[..i].chars().last().is_some_and(is_ident))
+}
+
+#[test]
+fn the_simulator_uses_the_library_through_serving_never_serve_itself() {
+    // kubecache::serving is the part of the HTTP front another server may
+    // build on; the rest of serve is kubecache's own and changes freely.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("sim/src"), &mut files);
+    assert!(files.len() > 10, "{} simulator files found", files.len());
+    let mut found: Vec<String> = files
+        .iter()
+        .filter(|p| names_serve(&strip(&std::fs::read_to_string(p).unwrap())))
+        .map(|p| p.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    found.sort();
+    assert!(found.is_empty(), "serve:: used in {found:?}");
+    // The check sees a use, and not a comment or another module's name.
+    assert!(names_serve(&strip("use kubecache::serve::watch;")));
+    assert!(!names_serve(&strip(
+        "// kubecache::serve::x\nfn f() { my_serve::g(); }"
+    )));
 }

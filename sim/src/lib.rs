@@ -10,7 +10,7 @@
 //! Its OpenAPI document is v1.20's for its types, which kubectl validates
 //! manifests against and explains from (see `openapi`). A watch of a
 //! WebSocket request streams over WebSocket, with kubecache's own code
-//! (`kubecache::serve::websocket`).
+//! (`kubecache::serving::websocket`).
 
 pub mod api;
 pub mod faults;
@@ -31,7 +31,7 @@ pub async fn run(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    kubecache::serve::listener::serve_http(
+    kubecache::serving::serve_http(
         listener,
         None,
         move |req| api::handle(sim.clone(), req),

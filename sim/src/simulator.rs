@@ -10,7 +10,7 @@ use crate::{generate, patch};
 use kubecache::encode::codec::{DecodeError, Entry, ListStyle, Snapshot, Store, TypeCodec};
 use kubecache::encode::print::Printer;
 use kubecache::resource::{GroupVersionResource, ResourceType};
-use kubecache::serve::watch::BookmarkTimer;
+use kubecache::serving::watch::BookmarkTimer;
 use kubecache::store::{EventType, HistoryLimits, StoreError};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

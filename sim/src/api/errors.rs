@@ -2,7 +2,7 @@
 //! apiserver would answer with, and the HTTP edge that answers a failed
 //! request with it (a watch that fails once under way sends it as its
 //! ERROR event instead, in `reads`). Errors of kubecache's own types keep
-//! the library's mapping (`kubecache::serve::errors`).
+//! the library's mapping (`kubecache::serve::errors`, which it mirrors).
 
 use super::reads::ReadError;
 use super::route::RouteError;
@@ -16,7 +16,7 @@ use kubecache::encode::personality::Personality;
 use kubecache::request::accept::Endpoint;
 use kubecache::request::options::OptionsError;
 use kubecache::request::ContinueToken;
-use kubecache::serve::respond::{negotiated_error, status_response};
+use kubecache::serving::respond::{negotiated_error, status_response};
 use kubecache::status::{Cause, Details, Status};
 
 /// The serializers of the simulator's errors: JSON alone, as for the rest.
@@ -218,7 +218,7 @@ mod tests {
     use kubecache::request::accept::Accept;
     use kubecache::resource::GroupVersionResource;
     use kubecache::selector::SelectorError;
-    use kubecache::serve::read::ReadError as CacheReadError;
+    use kubecache::serving::read::ReadError as CacheReadError;
     use kubecache::store::StoreError;
 
     fn answer(s: Status) -> (u16, &'static str, String) {

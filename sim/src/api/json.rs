@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use kubecache::body::{self, Body};
-use kubecache::serve::respond::json_response;
+use kubecache::serving::respond::json_response;
 use serde_json::Value;
 
 pub(super) fn respond(code: StatusCode, body: Bytes) -> Response<Body> {

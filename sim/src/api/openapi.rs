@@ -8,7 +8,7 @@ use crate::openapi::{self, OpenApiError};
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use kubecache::body::{self, Body};
-use kubecache::serve::respond::typed_response;
+use kubecache::serving::respond::typed_response;
 
 /// The media type of the protobuf encoding.
 const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";

@@ -1,7 +1,7 @@
 //! Which part answers a request: the fault controls, the injected 500s
 //! (to all but the fault controls), discovery, the OpenAPI document, then
 //! the simulated types' reads (a watch of a WebSocket request over
-//! WebSocket, as `kubecache::serve::websocket` serves it) and writes; and why a request gets an error
+//! WebSocket, as `kubecache::serving::websocket` serves it) and writes; and why a request gets an error
 //! instead (`RouteError`: its own, or the part's it went to).
 
 use super::reads::{self, ReadError};
@@ -16,7 +16,7 @@ use kubecache::body::Body;
 use kubecache::request::accept::Accept;
 use kubecache::request::{ListOptions, ResourcePath, Shape};
 use kubecache::resource::GroupVersionResource;
-use kubecache::serve::websocket;
+use kubecache::serving::websocket;
 use std::sync::Arc;
 
 /// Why a request gets an error: it reaches no part that answers it, or
