@@ -343,13 +343,15 @@ pub(crate) async fn run_serve(
 ) -> Result<(), CliError> {
     let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new()
         .set_buckets_for_metric(
-            metrics_exporter_prometheus::Matcher::Full("apiserver_request_duration_seconds".into()),
+            metrics_exporter_prometheus::Matcher::Full(
+                kubecache::metrics::APISERVER_REQUEST_DURATION_SECONDS.into(),
+            ),
             &kubecache::metrics::REQUEST_DURATION_BUCKETS,
         )
         .map_err(CliError::Metrics)?
         .set_buckets_for_metric(
             metrics_exporter_prometheus::Matcher::Full(
-                "kubecache_freshness_proof_duration_seconds".into(),
+                kubecache::metrics::KUBECACHE_FRESHNESS_PROOF_DURATION_SECONDS.into(),
             ),
             &kubecache::metrics::PROOF_DURATION_BUCKETS,
         )
