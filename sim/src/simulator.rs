@@ -120,13 +120,16 @@ pub enum Personality {
     /// v1.32: likewise, with v1.32's representations and its `/version`,
     /// which has no emulation fields (kubernetes#130019 added them in 1.33).
     V1_32,
+    /// v1.31: likewise, with v1.31's representations and `/version`.
+    V1_31,
 }
 
 impl Personality {
-    /// `v1.20`, `v1.32` to `v1.36` (the `v` optional).
+    /// `v1.20`, `v1.31` to `v1.36` (the `v` optional).
     pub fn parse(s: &str) -> Option<Self> {
         match s.strip_prefix('v').unwrap_or(s) {
             "1.20" => Some(Personality::V1_20),
+            "1.31" => Some(Personality::V1_31),
             "1.32" => Some(Personality::V1_32),
             "1.33" => Some(Personality::V1_33),
             "1.34" => Some(Personality::V1_34),
@@ -141,6 +144,7 @@ impl Personality {
         use kubecache::encode::personality::Personality as P;
         match self {
             Personality::V1_20 => P::V1_20,
+            Personality::V1_31 => P::of(1, 31).0,
             Personality::V1_32 => P::of(1, 32).0,
             Personality::V1_33 => P::of(1, 33).0,
             Personality::V1_34 => P::of(1, 34).0,
@@ -174,6 +178,10 @@ impl Personality {
             // Go 1.23.3 built 1.32 (kubernetes#128852); no emulation fields.
             Personality::V1_32 => {
                 serde_json::json!({"major": "1", "minor": "32", "gitVersion": "v1.32.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.3", "compiler": "gc", "platform": "linux/amd64"})
+            }
+            // Go 1.22.5 built 1.31 (kubernetes#125894); no emulation fields.
+            Personality::V1_31 => {
+                serde_json::json!({"major": "1", "minor": "31", "gitVersion": "v1.31.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.5", "compiler": "gc", "platform": "linux/amd64"})
             }
             // As v1.33.3 (k3s) answered, its emulation fields included.
             Personality::V1_33 => {

@@ -69,13 +69,15 @@ impl Personality {
     /// `columns_v1_32_to_35.py` says how each was dated). v1.32's are
     /// v1.33's but for resource quotas' Age, second as in v1.20 (#129419
     /// moved it last after v1.32.0), and extensions/v1beta1's older
-    /// texts. Releases between v1.20 and v1.32 changed printers one by
-    /// one (pods' restarts in 1.22, jobs' Status in 1.30, …) and not every
-    /// change is dated yet: their Tables are the upstream's to print
-    /// (`None`), as older releases' are.
+    /// texts; v1.31's are v1.32's but for priority classes'
+    /// PreemptionPolicy column (kubernetes#126529, 1.32). Releases between
+    /// v1.20 and v1.31 changed printers one by one (pods' restarts in 1.22,
+    /// jobs' Status in 1.30, …) and not every change is dated yet: their
+    /// Tables are the upstream's to print (`None`), as older releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            31 => Some(Printers::V1_31),
             32 => Some(Printers::V1_32),
             33 => Some(Printers::V1_33),
             34 => Some(Printers::V1_34),
@@ -163,6 +165,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_31,
     V1_32,
     V1_33,
     V1_34,
@@ -240,14 +243,15 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_32_to_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_31_to_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 31).0.printers(), Some(Printers::V1_31));
         assert_eq!(Personality::of(1, 32).0.printers(), Some(Printers::V1_32));
         assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
         assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
         assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 28, 31] {
+        for minor in [21, 22, 28, 30] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

@@ -56,7 +56,7 @@ pub struct Later {
     /// while the object did not change) makes and keeps its own in the
     /// second cell. Two, not one per schema (17, 408 bytes), as an object
     /// outlives at most one upgrade unchanged in practice; a third
-    /// release finds both taken (`Memo::protobuf`). `None`: it has none
+    /// release finds both taken (`Later::protobuf`). `None`: it has none
     /// (a field the schema's message lacks).
     protobuf: [OnceLock<Tagged>; 2],
 }

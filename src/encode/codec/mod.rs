@@ -366,8 +366,9 @@ mod tests {
         assert!(at(34).protobuf_kind() && at(34).protobuf_message(&e).is_none());
         // On an entry of its own, v1.34 writes this pod as v1.36 does (it
         // has no field 1.35 or 1.36 added), v1.32 without
-        // status.observedGeneration (1.33), v1.30 also without resize
-        // (1.27's, kept) but v1.24 with clusterName.
+        // status.observedGeneration (1.33), v1.30 as v1.32 (nothing this
+        // pod has came between), v1.24 with ObjectMeta's clusterName, as
+        // v1.20, and v1.25 without it.
         let written = |minor| {
             let e = old.from_object(obj).unwrap();
             at(minor).protobuf_message(&e).unwrap().to_vec()

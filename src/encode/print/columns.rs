@@ -7,9 +7,10 @@
 //! recorded printing, from `columns_v1_36_derived.json` (printers.go's
 //! definitions with 1.36's API docs, each column with its source, made and
 //! checked against the recording by `columns_v1_36_derived.py`);
-//! `columns_v1_35.json` … `columns_v1_32.json` as v1.35 to v1.32 serve them,
+//! `columns_v1_35.json` … `columns_v1_31.json` as v1.35 to v1.31 serve them,
 //! regenerated (and checked, `--check`) by `columns_v1_32_to_35.py` from
-//! v1.36's columns (v1.32's resource quotas with Age second; v1.32's to
+//! v1.36's columns (v1.31's priority classes without PreemptionPolicy;
+//! v1.31's and v1.32's resource quotas with Age second; v1.31's to
 //! v1.34's service accounts' Secrets column restored, resource.k8s.io/v1
 //! left out of v1.32's and v1.33's) and each release's API docs, or, for
 //! the printers that read API versions those releases no longer serve
@@ -79,6 +80,10 @@ static V1_20: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
 });
 
+static V1_31: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_31.json")).expect("columns_v1_31.json is valid")
+});
+
 static V1_32: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns_v1_32.json")).expect("columns_v1_32.json is valid")
 });
@@ -102,6 +107,7 @@ static V1_36: LazyLock<File> = LazyLock::new(|| {
 fn file(printers: Printers) -> &'static File {
     match printers {
         Printers::V1_20 => &V1_20,
+        Printers::V1_31 => &V1_31,
         Printers::V1_32 => &V1_32,
         Printers::V1_33 => &V1_33,
         Printers::V1_34 => &V1_34,
@@ -487,6 +493,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn v1_31_has_v1_32s_columns_but_priority_classes_preemption_policy() {
+        let (v1_31, v1_32) = (Printers::V1_31, Printers::V1_32);
+        assert_eq!(printed_resources(v1_31), printed_resources(v1_32));
+        let names = |p, gvr| -> Vec<String> {
+            printed(p, gvr)
+                .unwrap()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        for gvr in printed_resources(v1_32) {
+            if gvr == "scheduling.k8s.io/v1/priorityclasses" {
+                assert_eq!(
+                    names(v1_31, gvr),
+                    ["Name", "Value", "Global-Default", "Age"]
+                );
+                assert_eq!(names(v1_32, gvr).last().unwrap(), "PreemptionPolicy");
+            } else {
+                assert_eq!(names(v1_31, gvr), names(v1_32, gvr), "{gvr}");
+            }
+        }
+        // Resource quotas as v1.20's, extensions/v1beta1's texts as 1.32's.
+        assert_eq!(
+            names(v1_31, "/v1/resourcequotas"),
+            ["Name", "Age", "Request", "Limit"]
+        );
+        assert_eq!(
+            printed(v1_31, "apps/v1/replicasets").unwrap(),
+            printed(v1_32, "apps/v1/replicasets").unwrap()
+        );
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json, columns_v1_34.json, columns_v1_33.json and
-columns_v1_32.json: Table column definitions as kube-apiserver v1.35, v1.34,
-v1.33 and v1.32 serve them, for the printers whose every column can be
-derived. Usage, from the repository's root:
+"""Regenerates columns_v1_35.json … columns_v1_31.json: Table column
+definitions as kube-apiserver v1.35, v1.34, v1.33, v1.32 and v1.31 serve
+them, for the printers whose every column can be derived. Usage, from the
+repository's root:
 
     src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
     src/encode/print/columns_v1_32_to_35.py 34 > src/encode/print/columns_v1_34.json
     src/encode/print/columns_v1_32_to_35.py 33 > src/encode/print/columns_v1_33.json
     src/encode/print/columns_v1_32_to_35.py 32 > src/encode/print/columns_v1_32.json
+    src/encode/print/columns_v1_32_to_35.py 31 > src/encode/print/columns_v1_31.json
     src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
@@ -105,6 +106,22 @@ sets' Current read as v1.20 recorded them, whose "oberved" was fixed
 since); batch/v1beta1, autoscaling/v2beta1, discovery/v1beta1 and
 rbac/v1beta1 read as at 1.33 (the same in v0.32.1's copies).
 
+v1.31 (no recording either) is v1.32 less what 1.32 changed.
+stlaz/kubernetes@fa39e2a1 is 1.31's printers.go (pods' terminal-phase
+guard, #122038, and the nil-safe sidecar check, #124906, both 1.31;
+resource.k8s.io v1alpha3 and coordination v1alpha1; none of 1.32's), and
+read whole against Goend's 247a91cd it differs, for types served by
+default, only by priority classes' PreemptionPolicy column (#126529,
+CHANGELOG-1.32), which 1.31 does not print (V1_31_COLUMNS; the row
+likewise); the rest are alpha printers (MutatingAdmissionPolicy, DRA,
+lease candidates) and import paths. Descriptions are k8s-openapi 0.25.0's
+v1_31; the printers reading unserved API versions read as at 1.32: the
+served twins of extensions/v1beta1's and batch/v1beta1's types
+(apps/v1's Deployment, ReplicaSet and DaemonSet, batch/v1's CronJob) have
+the same texts in v1_31 as in v1_32, autoscaling/v2beta1's have not
+changed since about 1.16, discovery/v1beta1's and rbac/v1beta1's are the
+same from about 1.20 to 1.35.
+
 "default" (the default convertor's resources) and ObjectMeta's "name" and
 "creationTimestamp" (the default and custom resource convertors' Name and
 age columns) are v1.36's lists with 1.35's docs.
@@ -134,10 +151,11 @@ DOCS = {}
 
 def openapi_root(minor):
     """src/v1_<minor> of the k8s-openapi crate holding that release's
-    docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.32."""
-    if minor == 32:
+    docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.31
+    and 1.32."""
+    if minor <= 32:
         crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_25)
-        return os.path.join(crate, "src", "v1_32")
+        return os.path.join(crate, "src", f"v1_{minor}")
     return derived.k8s_openapi(f"v1_{minor}")
 
 
@@ -311,7 +329,7 @@ def old_api_sources(gvr, cols, minor):
             text = recorded[name]
         elif text == recorded[name]:
             raise SystemExit(f"{gvr} {name}: {field}'s text is v1.36's; write None")
-        if minor == 32 and field.startswith("extensions/v1beta1 "):
+        if minor <= 32 and field.startswith("extensions/v1beta1 "):
             text = EXTENSIONS_V1_32.get(field.split(" ", 1)[1], text)
         out[name] = derived.lit(text)
     return out
@@ -321,6 +339,10 @@ def old_api_sources(gvr, cols, minor):
 # name (#129419), and the group versions 1.33 added.
 V1_32_COLUMNS = {
     "/v1/resourcequotas": ["Name", "Age", "Request", "Limit"],
+}
+# What 1.32 changed, undone for 1.31: priority classes' PreemptionPolicy.
+V1_31_COLUMNS = {
+    "scheduling.k8s.io/v1/priorityclasses": ["Name", "Value", "Global-Default", "Age"],
 }
 V1_32_LEFT_OUT = {
     "networking.k8s.io/v1/ipaddresses": "networking.k8s.io/v1 IP addresses are 1.33's (GA)",
@@ -362,14 +384,15 @@ def build(minor):
             ]
             continue
         src = sources(gvr)
-        if minor == 32 and gvr in V1_32_LEFT_OUT:
+        if minor <= 32 and gvr in V1_32_LEFT_OUT:
             left_out[gvr] = V1_32_LEFT_OUT[gvr]
             continue
         if gvr in OLD_API_DOCS:
             src = {**src, **old_api_sources(gvr, cols, minor)}
-        if minor == 32 and gvr in V1_32_COLUMNS:
-            by_name = {c["name"]: c for c in cols}
-            cols = [by_name[n] for n in V1_32_COLUMNS[gvr]]
+        for since, columns in ((32, V1_32_COLUMNS), (31, V1_31_COLUMNS)):
+            if minor <= since and gvr in columns:
+                by_name = {c["name"]: c for c in cols}
+                cols = [by_name[n] for n in columns[gvr]]
         missing = [c["name"] for c in cols if c["name"] not in src]
         if missing:
             left_out[gvr] = f"no 1.{minor} source for {', '.join(missing)}"
@@ -379,10 +402,16 @@ def build(minor):
     sources_ = {
         "columns": "columns_v1_36.json (v1.36's printers: their columns did not change in 1.36)",
         "printers.go": derived.PRINTERS_GO,
-        "descriptions": f"k8s-openapi {'0.25.0' if minor == 32 else '0.29.0'} (crates.io), "
+        "descriptions": f"k8s-openapi {'0.25.0' if minor <= 32 else '0.29.0'} (crates.io), "
                         f"src/v1_{minor}: Kubernetes 1.{minor}'s OpenAPI descriptions",
     }
-    if minor == 32:
+    if minor == 31:
+        sources_["printers.go of v1.31"] = {
+            "repo": "stlaz/kubernetes",
+            "path": "pkg/printers/internalversion/printers.go",
+            "commit": "fa39e2a1eabdc0a127192526a457a10091e6a0da",
+        }
+    if minor <= 32:
         sources_["printers.go of v1.32"] = {
             "repo": "Goend/kubernetes",
             "path": "pkg/printers/internalversion/printers.go",
@@ -409,11 +438,13 @@ def build(minor):
             "; CHANGELOG-1.33 (v1.33.0: #130447, #128499, #129970), "
             "CHANGELOG-1.34 (v1.34.0: #132706 resource.k8s.io/v1, #131549 storage v1 VolumeAttributesClass)"
         )
-    if minor == 32:
+    if minor <= 32:
         sources_["changes dated"] += (
             "; #129419 (resource quotas' Age last, opened after v1.32.0), "
             "CHANGELOG-1.33 (networking.k8s.io/v1 IP addresses and service CIDRs)"
         )
+    if minor == 31:
+        sources_["changes dated"] += "; CHANGELOG-1.32 (#126529, priority classes' PreemptionPolicy)"
     sources_["descriptions from API versions the release does not serve"] = (
         "extensions/v1beta1, batch/v1beta1, autoscaling/v2beta1, discovery/v1beta1 and "
         "rbac/v1beta1, read by printers.go until kubernetes/kubernetes#136100 (1.36): "
@@ -432,14 +463,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in (32, 33, 34, 35):
+        for minor in (31, 32, 33, 34, 35):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in (["32"], ["33"], ["34"], ["35"]):
-        raise SystemExit("usage: columns_v1_32_to_35.py 32|33|34|35|--check")
+    if ARGS not in (["31"], ["32"], ["33"], ["34"], ["35"]):
+        raise SystemExit("usage: columns_v1_32_to_35.py 31|32|33|34|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

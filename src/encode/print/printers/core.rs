@@ -292,10 +292,15 @@ pub fn lookup_since_v1_34(
         return None;
     }
     Some(match (printers, resource) {
-        (Printers::V1_32 | Printers::V1_33 | Printers::V1_34, "pods") => pod_v1_34,
+        (Printers::V1_31 | Printers::V1_32 | Printers::V1_33 | Printers::V1_34, "pods") => {
+            pod_v1_34
+        }
         (_, "pods") => pod_v1_36,
         // v1.33 and v1.34 still count them (v1.20's printer).
-        (Printers::V1_32 | Printers::V1_33 | Printers::V1_34, "serviceaccounts") => return None,
+        (
+            Printers::V1_31 | Printers::V1_32 | Printers::V1_33 | Printers::V1_34,
+            "serviceaccounts",
+        ) => return None,
         (_, "serviceaccounts") => service_account_v1_36,
         _ => return None,
     })

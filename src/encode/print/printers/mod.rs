@@ -107,6 +107,7 @@ static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 fn builtin_id(printers: Printers) -> u64 {
     match printers {
         Printers::V1_20 => 0,
+        Printers::V1_31 => u64::MAX - 5,
         Printers::V1_32 => u64::MAX - 4,
         Printers::V1_33 => u64::MAX - 3,
         Printers::V1_34 => u64::MAX - 2,
@@ -370,8 +371,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn releases_between_v1_20_and_v1_32_leave_their_tables_to_the_upstream() {
-        for minor in [21, 28, 31] {
+    fn releases_between_v1_20_and_v1_31_leave_their_tables_to_the_upstream() {
+        for minor in [21, 28, 30] {
             let p = Personality::of(1, minor).0;
             assert!(Printer::builtin(p, "", "v1", "pods").is_none(), "1.{minor}");
             assert!(Printer::custom(p, 1, &[]).is_none(), "1.{minor}");
@@ -401,10 +402,11 @@ mod tests {
     }
 
     #[test]
-    fn v1_32_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
+    fn v1_31_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
         // (v1.20's column file, regenerated from a v1.20 apiserver, also
         // holds printers kubecache has no port of: see below.)
         for (personality, printers) in [
+            (Personality::of(1, 31).0, Printers::V1_31),
             (Personality::of(1, 32).0, Printers::V1_32),
             (Personality::of(1, 33).0, Printers::V1_33),
             (Personality::of(1, 34).0, Printers::V1_34),

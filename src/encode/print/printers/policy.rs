@@ -68,10 +68,11 @@ fn priority_class(p: &Value, r: &mut RowBuilder) {
         .since_field(created(p));
 }
 
-/// v1.32's to v1.36's printers where they differ from v1.20's (or serve
+/// v1.31's to v1.36's printers where they differ from v1.20's (or serve
 /// a version v1.20 did not have with a printer it did): all v1.36's but
-/// resource quotas under v1.32, whose Age is still second (kubernetes
-/// #129419 moved it last after v1.32.0).
+/// resource quotas under v1.31 and v1.32, whose Age is still second
+/// (kubernetes#129419 moved it last after v1.32.0), and priority classes
+/// under v1.31, without PreemptionPolicy (#126529, 1.32).
 pub fn lookup_since_v1_32(
     printers: Printers,
     group: &str,
@@ -79,8 +80,13 @@ pub fn lookup_since_v1_32(
     resource: &str,
 ) -> Option<RowFn> {
     Some(match (group, version, resource) {
+        ("scheduling.k8s.io", "v1", "priorityclasses") if printers == Printers::V1_31 => {
+            return None
+        }
         ("scheduling.k8s.io", "v1", "priorityclasses") => priority_class_v1_36,
-        ("", "v1", "resourcequotas") if printers == Printers::V1_32 => return None,
+        ("", "v1", "resourcequotas") if matches!(printers, Printers::V1_31 | Printers::V1_32) => {
+            return None
+        }
         ("", "v1", "resourcequotas") => resource_quota_v1_36,
         ("policy", "v1", "poddisruptionbudgets") => pod_disruption_budget,
         ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies") => {
@@ -748,6 +754,24 @@ mod tests {
             gvr,
             q,
             r#""cells":["rq","pods: 3/10","","60m"]"#,
+        );
+    }
+
+    #[test]
+    fn v1_32_added_priority_classes_preemption_policy_and_v1_31_has_none() {
+        let gvr = ("scheduling.k8s.io", "v1", "priorityclasses");
+        let pc = json!({"metadata": meta("pc"), "value": 7, "preemptionPolicy": "Never"});
+        check_as(
+            Personality::of(1, 31).0,
+            gvr,
+            pc.clone(),
+            r#""cells":["pc",7,false,"60m"]"#,
+        );
+        check_as(
+            Personality::of(1, 32).0,
+            gvr,
+            pc,
+            r#""cells":["pc",7,false,"60m","Never"]"#,
         );
     }
 
