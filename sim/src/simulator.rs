@@ -122,13 +122,16 @@ pub enum Personality {
     V1_32,
     /// v1.31: likewise, with v1.31's representations and `/version`.
     V1_31,
+    /// v1.30: likewise, with v1.30's.
+    V1_30,
 }
 
 impl Personality {
-    /// `v1.20`, `v1.31` to `v1.36` (the `v` optional).
+    /// `v1.20`, `v1.30` to `v1.36` (the `v` optional).
     pub fn parse(s: &str) -> Option<Self> {
         match s.strip_prefix('v').unwrap_or(s) {
             "1.20" => Some(Personality::V1_20),
+            "1.30" => Some(Personality::V1_30),
             "1.31" => Some(Personality::V1_31),
             "1.32" => Some(Personality::V1_32),
             "1.33" => Some(Personality::V1_33),
@@ -144,6 +147,7 @@ impl Personality {
         use kubecache::encode::personality::Personality as P;
         match self {
             Personality::V1_20 => P::V1_20,
+            Personality::V1_30 => P::of(1, 30).0,
             Personality::V1_31 => P::of(1, 31).0,
             Personality::V1_32 => P::of(1, 32).0,
             Personality::V1_33 => P::of(1, 33).0,
@@ -178,6 +182,12 @@ impl Personality {
             // Go 1.23.3 built 1.32 (kubernetes#128852); no emulation fields.
             Personality::V1_32 => {
                 serde_json::json!({"major": "1", "minor": "32", "gitVersion": "v1.32.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.3", "compiler": "gc", "platform": "linux/amd64"})
+            }
+            // Go 1.22.1 (kubernetes#123750, CHANGELOG-1.30's last Go bump
+            // read here; a later one is not ruled out: kubecache reads no
+            // more of /version than major, minor and gitVersion).
+            Personality::V1_30 => {
+                serde_json::json!({"major": "1", "minor": "30", "gitVersion": "v1.30.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.1", "compiler": "gc", "platform": "linux/amd64"})
             }
             // Go 1.22.5 built 1.31 (kubernetes#125894); no emulation fields.
             Personality::V1_31 => {

@@ -667,7 +667,7 @@ mod tests {
         assert_eq!(printers(&tc), Some(Printers::V1_33));
         // A release between them: the upstream prints its Tables (not yet
         // ported; its protobuf is written here, `Personality::protobuf`).
-        tc.follow(Personality::of(1, 30).0);
+        tc.follow(Personality::of(1, 28).0);
         assert_eq!(printers(&tc), None);
         tc.follow(Personality::NEWEST);
         assert_eq!(printers(&tc), Some(Printers::V1_36));

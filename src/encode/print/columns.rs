@@ -7,9 +7,10 @@
 //! recorded printing, from `columns_v1_36_derived.json` (printers.go's
 //! definitions with 1.36's API docs, each column with its source, made and
 //! checked against the recording by `columns_v1_36_derived.py`);
-//! `columns_v1_35.json` … `columns_v1_31.json` as v1.35 to v1.31 serve them,
+//! `columns_v1_35.json` … `columns_v1_30.json` as v1.35 to v1.30 serve them,
 //! regenerated (and checked, `--check`) by `columns_v1_32_to_35.py` from
-//! v1.36's columns (v1.31's priority classes without PreemptionPolicy;
+//! v1.36's columns (v1.30's as v1.31's; v1.31's priority classes without
+//! PreemptionPolicy;
 //! v1.31's and v1.32's resource quotas with Age second; v1.31's to
 //! v1.34's service accounts' Secrets column restored, resource.k8s.io/v1
 //! left out of v1.32's and v1.33's) and each release's API docs, or, for
@@ -80,6 +81,10 @@ static V1_20: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
 });
 
+static V1_30: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_30.json")).expect("columns_v1_30.json is valid")
+});
+
 static V1_31: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns_v1_31.json")).expect("columns_v1_31.json is valid")
 });
@@ -107,6 +112,7 @@ static V1_36: LazyLock<File> = LazyLock::new(|| {
 fn file(printers: Printers) -> &'static File {
     match printers {
         Printers::V1_20 => &V1_20,
+        Printers::V1_30 => &V1_30,
         Printers::V1_31 => &V1_31,
         Printers::V1_32 => &V1_32,
         Printers::V1_33 => &V1_33,
@@ -526,6 +532,26 @@ mod tests {
             printed(v1_31, "apps/v1/replicasets").unwrap(),
             printed(v1_32, "apps/v1/replicasets").unwrap()
         );
+    }
+
+    #[test]
+    fn v1_30_has_v1_31s_columns_with_its_own_docs() {
+        let (v1_30, v1_31) = (Printers::V1_30, Printers::V1_31);
+        assert_eq!(printed_resources(v1_30), printed_resources(v1_31));
+        for gvr in printed_resources(v1_31) {
+            let shape = |p| -> Vec<(String, String, i32)> {
+                printed(p, gvr)
+                    .unwrap()
+                    .iter()
+                    .map(|c| (c.name.clone(), c.ty.clone(), c.priority))
+                    .collect()
+            };
+            assert_eq!(shape(v1_30), shape(v1_31), "{gvr}");
+        }
+        // 1.31 reworded a pod's spec.nodeName.
+        let node = |p| printed(p, "/v1/pods").unwrap()[6].description.clone();
+        assert!(node(v1_30).starts_with("NodeName is a request to schedule"));
+        assert!(node(v1_31).starts_with("NodeName indicates in which node"));
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json … columns_v1_31.json: Table column
-definitions as kube-apiserver v1.35, v1.34, v1.33, v1.32 and v1.31 serve
-them, for the printers whose every column can be derived. Usage, from the
-repository's root:
+"""Regenerates columns_v1_35.json … columns_v1_30.json: Table column
+definitions as kube-apiserver v1.35 to v1.30 serve them, for the printers
+whose every column can be derived. Usage, from the repository's root:
 
     src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
     src/encode/print/columns_v1_32_to_35.py 34 > src/encode/print/columns_v1_34.json
     src/encode/print/columns_v1_32_to_35.py 33 > src/encode/print/columns_v1_33.json
     src/encode/print/columns_v1_32_to_35.py 32 > src/encode/print/columns_v1_32.json
     src/encode/print/columns_v1_32_to_35.py 31 > src/encode/print/columns_v1_31.json
+    src/encode/print/columns_v1_32_to_35.py 30 > src/encode/print/columns_v1_30.json
     src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
@@ -122,6 +122,20 @@ the same texts in v1_31 as in v1_32, autoscaling/v2beta1's have not
 changed since about 1.16, discovery/v1beta1's and rbac/v1beta1's are the
 same from about 1.20 to 1.35.
 
+v1.30 (no recording either) has v1.31's columns, with 1.30's API docs
+(k8s-openapi 0.25.0's v1_30): ivanvc/kubernetes@16caa9ec, 1.30's
+development (jobs' Status #123226, cron jobs' Timezone #122231, HPA targets
+naming their metric #122804, flowcontrol v1, PV/PVC VolumeAttributesClass;
+none of 1.31's changes), read whole against stlaz's fa39e2a1 differs, for
+types served by default, only by a row: a deleted pod in a terminal phase
+is still "Terminating" (#122038 is 1.31's; printers/core.rs). The copy is
+from just before 1.30's code freeze; the printer changes CHANGELOG-1.30
+lists after it are alpha printers (StorageVersionMigration, #123344).
+
+The served twins' texts (TWINS) are checked the same in each release's
+docs as in v1.32's, the release whose extensions/v1beta1 and batch/v1beta1
+texts were read from a copy of those types.
+
 "default" (the default convertor's resources) and ObjectMeta's "name" and
 "creationTimestamp" (the default and custom resource convertors' Name and
 age columns) are v1.36's lists with 1.35's docs.
@@ -151,12 +165,33 @@ DOCS = {}
 
 def openapi_root(minor):
     """src/v1_<minor> of the k8s-openapi crate holding that release's
-    docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.31
-    and 1.32."""
+    docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.30
+    to 1.32."""
     if minor <= 32:
         crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_25)
         return os.path.join(crate, "src", f"v1_{minor}")
     return derived.k8s_openapi(f"v1_{minor}")
+
+
+# The served types whose texts are those of extensions/v1beta1's and
+# batch/v1beta1's copies (their comments were changed together), checked
+# the same in a release's docs as in v1.32's before its printers read
+# v1.32's texts of the unserved ones.
+TWINS = ["io.k8s.api.apps.v1." + t for t in (
+    "DeploymentSpec", "DeploymentStatus", "ReplicaSetSpec", "ReplicaSetStatus",
+    "DaemonSetSpec", "DaemonSetStatus")] + [
+    "io.k8s.api.batch.v1.CronJobSpec", "io.k8s.api.batch.v1.CronJobStatus"]
+
+
+def check_twins(minor):
+    if minor >= 32:
+        return
+    for minor_ in (minor, 32):
+        if minor_ not in DOCS:
+            DOCS[minor_] = parse_openapi(openapi_root(minor_))
+    for d in TWINS:
+        if DOCS[minor][d] != DOCS[32][d]:
+            raise SystemExit(f"{d}'s docs at 1.{minor} are not 1.32's: its unserved twin's may differ")
 
 
 def describe(spec, minor):
@@ -368,6 +403,7 @@ V1_34_LEFT_OUT = {
 
 
 def build(minor):
+    check_twins(minor)
     v1_36 = json.load(open(os.path.join(HERE, "columns_v1_36.json")))
     printed, left_out = {}, {}
     for gvr, cols in v1_36["printed"].items():
@@ -405,7 +441,13 @@ def build(minor):
         "descriptions": f"k8s-openapi {'0.25.0' if minor <= 32 else '0.29.0'} (crates.io), "
                         f"src/v1_{minor}: Kubernetes 1.{minor}'s OpenAPI descriptions",
     }
-    if minor == 31:
+    if minor == 30:
+        sources_["printers.go of v1.30"] = {
+            "repo": "ivanvc/kubernetes",
+            "path": "pkg/printers/internalversion/printers.go",
+            "commit": "16caa9ec (1.30 development, before its code freeze)",
+        }
+    if minor <= 31:
         sources_["printers.go of v1.31"] = {
             "repo": "stlaz/kubernetes",
             "path": "pkg/printers/internalversion/printers.go",
@@ -443,8 +485,10 @@ def build(minor):
             "; #129419 (resource quotas' Age last, opened after v1.32.0), "
             "CHANGELOG-1.33 (networking.k8s.io/v1 IP addresses and service CIDRs)"
         )
-    if minor == 31:
+    if minor <= 31:
         sources_["changes dated"] += "; CHANGELOG-1.32 (#126529, priority classes' PreemptionPolicy)"
+    if minor == 30:
+        sources_["changes dated"] += "; CHANGELOG-1.31 (#122038, a finished pod never Terminating)"
     sources_["descriptions from API versions the release does not serve"] = (
         "extensions/v1beta1, batch/v1beta1, autoscaling/v2beta1, discovery/v1beta1 and "
         "rbac/v1beta1, read by printers.go until kubernetes/kubernetes#136100 (1.36): "
@@ -463,14 +507,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in (31, 32, 33, 34, 35):
+        for minor in (30, 31, 32, 33, 34, 35):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in (["31"], ["32"], ["33"], ["34"], ["35"]):
-        raise SystemExit("usage: columns_v1_32_to_35.py 31|32|33|34|35|--check")
+    if ARGS not in (["30"], ["31"], ["32"], ["33"], ["34"], ["35"]):
+        raise SystemExit("usage: columns_v1_32_to_35.py 30|31|32|33|34|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

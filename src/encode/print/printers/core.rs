@@ -32,10 +32,16 @@ fn pod(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_20)
 }
 
-/// v1.34's `printPod`: v1.36's but for a completed pod's failed
-/// container's reason, which came in 1.35.
+/// v1.34's `printPod` (v1.31's to v1.33's too): v1.36's but for a
+/// completed pod's failed container's reason, which came in 1.35.
 fn pod_v1_34(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_34)
+}
+
+/// v1.30's `printPod`: v1.34's but a deleted pod is Terminating even once
+/// it has finished (kubernetes#122038 made that 1.31's rule).
+fn pod_v1_30(p: &Value, r: &mut RowBuilder) {
+    pod_as(p, r, Printers::V1_30)
 }
 
 /// v1.36's `printPod` (v1.35's too): restartable init containers
@@ -67,7 +73,8 @@ fn last_restart(statuses: &[&Value], since: Option<time::Nanos>) -> Option<time:
 /// v1.34.0).
 fn pod_as(p: &Value, r: &mut RowBuilder, printers: Printers) {
     let v1_36 = printers != Printers::V1_20;
-    let error_reason_shown = matches!(printers, Printers::V1_35 | Printers::V1_36);
+    let error_reason_shown = printers.minor() >= 35;
+    let finished_not_terminating = printers.minor() >= 31;
     let init_specs = arr(p, &["spec", "initContainers"]);
     let init_total = init_specs.len();
     // v1.36: an init container that always restarts is a sidecar, counted
@@ -208,7 +215,7 @@ fn pod_as(p: &Value, r: &mut RowBuilder, printers: Printers) {
         let finished = matches!(phase, "Succeeded" | "Failed");
         if status_reason == "NodeLost" {
             reason = "Unknown".into();
-        } else if !(v1_36 && finished) {
+        } else if !(finished_not_terminating && finished) {
             reason = "Terminating".into();
         }
     }
@@ -292,15 +299,11 @@ pub fn lookup_since_v1_34(
         return None;
     }
     Some(match (printers, resource) {
-        (Printers::V1_31 | Printers::V1_32 | Printers::V1_33 | Printers::V1_34, "pods") => {
-            pod_v1_34
-        }
+        (Printers::V1_30, "pods") => pod_v1_30,
+        (p, "pods") if p.minor() <= 34 => pod_v1_34,
         (_, "pods") => pod_v1_36,
-        // v1.33 and v1.34 still count them (v1.20's printer).
-        (
-            Printers::V1_31 | Printers::V1_32 | Printers::V1_33 | Printers::V1_34,
-            "serviceaccounts",
-        ) => return None,
+        // v1.34 and older still count them (v1.20's printer).
+        (p, "serviceaccounts") if p.minor() <= 34 => return None,
         (_, "serviceaccounts") => service_account_v1_36,
         _ => return None,
     })
@@ -622,6 +625,25 @@ mod tests {
         );
         done["status"]["phase"] = json!("Running");
         assert_eq!(status_as_both(done).1, r#"["p","0/1","Terminating","0"]"#);
+    }
+
+    #[test]
+    fn v1_31_stopped_calling_a_deleted_pod_that_has_finished_terminating() {
+        // kubernetes#122038 (CHANGELOG-1.31): v1.30 still says Terminating.
+        let mut done = pod(
+            json!({"containers": [{"name": "a"}]}),
+            json!({"phase": "Failed", "containerStatuses": [
+                {"name": "a", "restartCount": 2, "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]}),
+        );
+        done["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:59:00Z");
+        let four = |minor| {
+            let row = cells_as(Personality::of(1, minor).0, PODS, done.clone(), NOW);
+            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+            serde_json::to_string(&v["cells"].as_array().unwrap()[..4]).unwrap()
+        };
+        assert_eq!(four(30), r#"["p","0/1","Terminating","2"]"#);
+        assert_eq!(four(31), r#"["p","0/1","Error","2"]"#);
+        assert_eq!(four(34), four(31));
     }
 
     #[test]

@@ -68,11 +68,11 @@ fn priority_class(p: &Value, r: &mut RowBuilder) {
         .since_field(created(p));
 }
 
-/// v1.31's to v1.36's printers where they differ from v1.20's (or serve
+/// v1.30's to v1.36's printers where they differ from v1.20's (or serve
 /// a version v1.20 did not have with a printer it did): all v1.36's but
-/// resource quotas under v1.31 and v1.32, whose Age is still second
+/// resource quotas through v1.32, whose Age is still second
 /// (kubernetes#129419 moved it last after v1.32.0), and priority classes
-/// under v1.31, without PreemptionPolicy (#126529, 1.32).
+/// through v1.31, without PreemptionPolicy (#126529, 1.32).
 pub fn lookup_since_v1_32(
     printers: Printers,
     group: &str,
@@ -80,13 +80,9 @@ pub fn lookup_since_v1_32(
     resource: &str,
 ) -> Option<RowFn> {
     Some(match (group, version, resource) {
-        ("scheduling.k8s.io", "v1", "priorityclasses") if printers == Printers::V1_31 => {
-            return None
-        }
+        ("scheduling.k8s.io", "v1", "priorityclasses") if printers.minor() <= 31 => return None,
         ("scheduling.k8s.io", "v1", "priorityclasses") => priority_class_v1_36,
-        ("", "v1", "resourcequotas") if matches!(printers, Printers::V1_31 | Printers::V1_32) => {
-            return None
-        }
+        ("", "v1", "resourcequotas") if printers.minor() <= 32 => return None,
         ("", "v1", "resourcequotas") => resource_quota_v1_36,
         ("policy", "v1", "poddisruptionbudgets") => pod_disruption_budget,
         ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies") => {

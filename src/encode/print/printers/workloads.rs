@@ -496,7 +496,7 @@ fn daemon_set(x: &Value, r: &mut RowBuilder) {
         .str(&format_label_selector(at(x, &["spec", "selector"])));
 }
 
-/// v1.31's to v1.36's printers where they differ from v1.20's: a job's
+/// v1.30's to v1.36's printers where they differ from v1.20's: a job's
 /// Status (kubernetes#123226, 1.30; SuccessCriteriaMet among them from
 /// 1.34), a cron job's Timezone (#122231, 1.30).
 pub fn lookup_since_v1_33(
@@ -506,14 +506,7 @@ pub fn lookup_since_v1_33(
     resource: &str,
 ) -> Option<RowFn> {
     Some(match (group, version, resource) {
-        ("batch", "v1", "jobs")
-            if matches!(
-                printers,
-                Printers::V1_31 | Printers::V1_32 | Printers::V1_33
-            ) =>
-        {
-            job_v1_33
-        }
+        ("batch", "v1", "jobs") if printers.minor() <= 33 => job_v1_33,
         ("batch", "v1", "jobs") => job_v1_36,
         ("batch", "v1", "cronjobs") => cron_job_v1_36,
         _ => return None,
@@ -555,7 +548,7 @@ fn job(j: &Value, r: &mut RowBuilder) {
     job_as(j, r, None)
 }
 
-/// v1.31's to v1.33's: no SuccessCriteriaMet status (kubernetes#132832,
+/// v1.30's to v1.33's: no SuccessCriteriaMet status (kubernetes#132832,
 /// v1.34.0-beta.0).
 fn job_v1_33(j: &Value, r: &mut RowBuilder) {
     job_as(j, r, Some(Printers::V1_33))
@@ -586,10 +579,7 @@ fn job_as(j: &Value, r: &mut RowBuilder, printers: Option<Printers>) {
     };
     r.str(name(j));
     if let Some(p) = printers {
-        r.str(job_status(
-            j,
-            !matches!(p, Printers::V1_31 | Printers::V1_32 | Printers::V1_33),
-        ));
+        r.str(job_status(j, p.minor() >= 34));
     }
     r.str(&completions);
     match (time("startTime"), time("completionTime")) {
