@@ -31,7 +31,7 @@ pub struct TypeCache {
     eager: std::sync::atomic::AtomicBool,
     /// A built-in type's Table printer (or that it has none), found once
     /// for each release's printers (a slot per `Printers`).
-    builtin_printers: [std::sync::OnceLock<Option<Arc<Printer>>>; 8],
+    builtin_printers: [std::sync::OnceLock<Option<Arc<Printer>>>; 9],
     /// A custom resource's Table printer, kept while its CRD is unchanged.
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
     /// Finished list bodies of the newest snapshot.
@@ -292,6 +292,7 @@ impl TypeCache {
             Printers::V1_32 => &self.builtin_printers[5],
             Printers::V1_31 => &self.builtin_printers[6],
             Printers::V1_30 => &self.builtin_printers[7],
+            Printers::V1_29 => &self.builtin_printers[8],
         };
         let gvr = &self.rt.gvr;
         slot.get_or_init(|| Printer::builtin(personality, &gvr.group, &gvr.version, &gvr.resource))

@@ -72,12 +72,16 @@ impl Personality {
     /// texts; v1.31's are v1.32's but for priority classes'
     /// PreemptionPolicy column (kubernetes#126529, 1.32); v1.30's are
     /// v1.31's but for a deleted pod in a terminal phase, still
-    /// Terminating (#122038, 1.31). Releases between v1.20 and v1.30 changed printers one by one (pods' restarts in 1.22,
+    /// Terminating (#122038, 1.31); v1.29's are v1.30's without jobs'
+    /// Status and cron jobs' Timezone columns, and with HPA targets not
+    /// naming their metric (all three 1.30's). Releases between v1.20 and
+    /// v1.29 changed printers one by one (pods' restarts in 1.22,
     /// jobs' Status in 1.30, …) and not every change is dated yet: their
     /// Tables are the upstream's to print (`None`), as older releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            29 => Some(Printers::V1_29),
             30 => Some(Printers::V1_30),
             31 => Some(Printers::V1_31),
             32 => Some(Printers::V1_32),
@@ -167,6 +171,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_29,
     V1_30,
     V1_31,
     V1_32,
@@ -182,6 +187,7 @@ impl Printers {
     pub fn minor(self) -> u32 {
         match self {
             Printers::V1_20 => 20,
+            Printers::V1_29 => 29,
             Printers::V1_30 => 30,
             Printers::V1_31 => 31,
             Printers::V1_32 => 32,
@@ -263,16 +269,17 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_30_to_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_29_to_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 29).0.printers(), Some(Printers::V1_29));
         assert_eq!(Personality::of(1, 30).0.printers(), Some(Printers::V1_30));
         assert_eq!(Personality::of(1, 31).0.printers(), Some(Printers::V1_31));
         assert_eq!(Personality::of(1, 32).0.printers(), Some(Printers::V1_32));
         assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
         assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
         assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 28, 29] {
+        for minor in [21, 22, 27, 28] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

@@ -7,9 +7,10 @@
 //! recorded printing, from `columns_v1_36_derived.json` (printers.go's
 //! definitions with 1.36's API docs, each column with its source, made and
 //! checked against the recording by `columns_v1_36_derived.py`);
-//! `columns_v1_35.json` … `columns_v1_30.json` as v1.35 to v1.30 serve them,
+//! `columns_v1_35.json` … `columns_v1_29.json` as v1.35 to v1.29 serve them,
 //! regenerated (and checked, `--check`) by `columns_v1_32_to_35.py` from
-//! v1.36's columns (v1.30's as v1.31's; v1.31's priority classes without
+//! v1.36's columns (v1.29's jobs without Status, cron jobs without
+//! Timezone; v1.30's as v1.31's; v1.31's priority classes without
 //! PreemptionPolicy;
 //! v1.31's and v1.32's resource quotas with Age second; v1.31's to
 //! v1.34's service accounts' Secrets column restored, resource.k8s.io/v1
@@ -81,6 +82,10 @@ static V1_20: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
 });
 
+static V1_29: LazyLock<File> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns_v1_29.json")).expect("columns_v1_29.json is valid")
+});
+
 static V1_30: LazyLock<File> = LazyLock::new(|| {
     serde_json::from_str(include_str!("columns_v1_30.json")).expect("columns_v1_30.json is valid")
 });
@@ -112,6 +117,7 @@ static V1_36: LazyLock<File> = LazyLock::new(|| {
 fn file(printers: Printers) -> &'static File {
     match printers {
         Printers::V1_20 => &V1_20,
+        Printers::V1_29 => &V1_29,
         Printers::V1_30 => &V1_30,
         Printers::V1_31 => &V1_31,
         Printers::V1_32 => &V1_32,
@@ -552,6 +558,37 @@ mod tests {
         let node = |p| printed(p, "/v1/pods").unwrap()[6].description.clone();
         assert!(node(v1_30).starts_with("NodeName is a request to schedule"));
         assert!(node(v1_31).starts_with("NodeName indicates in which node"));
+    }
+
+    #[test]
+    fn v1_29_has_v1_30s_columns_but_jobs_status_and_cron_jobs_timezone() {
+        let (v1_29, v1_30) = (Printers::V1_29, Printers::V1_30);
+        assert_eq!(printed_resources(v1_29), printed_resources(v1_30));
+        let names = |p, gvr| -> Vec<String> {
+            printed(p, gvr)
+                .unwrap()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        for gvr in printed_resources(v1_30) {
+            let (old, new) = (names(v1_29, gvr), names(v1_30, gvr));
+            match gvr {
+                "batch/v1/jobs" => assert_eq!(
+                    [&new[..1], &new[2..]].concat(),
+                    old,
+                    "only Status (#123226)"
+                ),
+                "batch/v1/cronjobs" => assert_eq!(
+                    [&new[..2], &new[3..]].concat(),
+                    old,
+                    "only Timezone (#122231)"
+                ),
+                _ => assert_eq!(old, new, "{gvr}"),
+            }
+        }
+        // PV/PVC with VolumeAttributesClass (its API is 1.29's).
+        assert!(names(v1_29, "/v1/persistentvolumes").contains(&"VolumeAttributesClass".into()));
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

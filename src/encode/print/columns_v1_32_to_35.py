@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json … columns_v1_30.json: Table column
-definitions as kube-apiserver v1.35 to v1.30 serve them, for the printers
+"""Regenerates columns_v1_35.json … columns_v1_29.json: Table column
+definitions as kube-apiserver v1.35 to v1.29 serve them, for the printers
 whose every column can be derived. Usage, from the repository's root:
 
     src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
@@ -9,6 +9,7 @@ whose every column can be derived. Usage, from the repository's root:
     src/encode/print/columns_v1_32_to_35.py 32 > src/encode/print/columns_v1_32.json
     src/encode/print/columns_v1_32_to_35.py 31 > src/encode/print/columns_v1_31.json
     src/encode/print/columns_v1_32_to_35.py 30 > src/encode/print/columns_v1_30.json
+    src/encode/print/columns_v1_32_to_35.py 29 > src/encode/print/columns_v1_29.json
     src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
@@ -132,6 +133,19 @@ is still "Terminating" (#122038 is 1.31's; printers/core.rs). The copy is
 from just before 1.30's code freeze; the printer changes CHANGELOG-1.30
 lists after it are alpha printers (StorageVersionMigration, #123344).
 
+v1.29 (no recording either) is v1.30 less what 1.30 changed:
+iscas-fork/kubernetes@c6446be5 has 1.29's printers (flowcontrol v1
+#121089 and the ServiceCIDR printer #116516, both in CHANGELOG-1.29's
+v1.29.0; none of 1.30's), and read whole against ivanvc's 16caa9ec it
+differs, but for its own import aliases, only by CHANGELOG-1.30's three
+printer changes: jobs' Status column (#123226) and cron jobs' Timezone
+column (#122231), left out here (V1_29_COLUMNS; the rows likewise), and
+HPA targets naming their metric (#122804: a row). Its PV and PVC printers
+have the VolumeAttributesClass column, as every copy with that API (alpha
+in 1.29, #121104, merged at 1.29's code freeze, release note NONE) has;
+no PR adding the column apart from it was found. Descriptions are
+k8s-openapi 0.24.0's v1_29.
+
 The served twins' texts (TWINS) are checked the same in each release's
 docs as in v1.32's, the release whose extensions/v1beta1 and batch/v1beta1
 texts were read from a copy of those types.
@@ -166,7 +180,10 @@ DOCS = {}
 def openapi_root(minor):
     """src/v1_<minor> of the k8s-openapi crate holding that release's
     docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.30
-    to 1.32."""
+    to 1.32, 0.24.0 for 1.29."""
+    if minor == 29:
+        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_24)
+        return os.path.join(crate, "src", "v1_29")
     if minor <= 32:
         crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_25)
         return os.path.join(crate, "src", f"v1_{minor}")
@@ -375,6 +392,13 @@ def old_api_sources(gvr, cols, minor):
 V1_32_COLUMNS = {
     "/v1/resourcequotas": ["Name", "Age", "Request", "Limit"],
 }
+# What 1.30 changed, undone for 1.29: jobs' Status, cron jobs' Timezone.
+V1_29_COLUMNS = {
+    "batch/v1/jobs": ["Name", "Completions", "Duration", "Age", "Containers", "Images",
+                      "Selector"],
+    "batch/v1/cronjobs": ["Name", "Schedule", "Suspend", "Active", "Last Schedule", "Age",
+                          "Containers", "Images", "Selector"],
+}
 # What 1.32 changed, undone for 1.31: priority classes' PreemptionPolicy.
 V1_31_COLUMNS = {
     "scheduling.k8s.io/v1/priorityclasses": ["Name", "Value", "Global-Default", "Age"],
@@ -425,7 +449,7 @@ def build(minor):
             continue
         if gvr in OLD_API_DOCS:
             src = {**src, **old_api_sources(gvr, cols, minor)}
-        for since, columns in ((32, V1_32_COLUMNS), (31, V1_31_COLUMNS)):
+        for since, columns in ((32, V1_32_COLUMNS), (31, V1_31_COLUMNS), (29, V1_29_COLUMNS)):
             if minor <= since and gvr in columns:
                 by_name = {c["name"]: c for c in cols}
                 cols = [by_name[n] for n in columns[gvr]]
@@ -438,10 +462,16 @@ def build(minor):
     sources_ = {
         "columns": "columns_v1_36.json (v1.36's printers: their columns did not change in 1.36)",
         "printers.go": derived.PRINTERS_GO,
-        "descriptions": f"k8s-openapi {'0.25.0' if minor <= 32 else '0.29.0'} (crates.io), "
+        "descriptions": f"k8s-openapi {'0.24.0' if minor == 29 else '0.25.0' if minor <= 32 else '0.29.0'} (crates.io), "
                         f"src/v1_{minor}: Kubernetes 1.{minor}'s OpenAPI descriptions",
     }
-    if minor == 30:
+    if minor == 29:
+        sources_["printers.go of v1.29"] = {
+            "repo": "iscas-fork/kubernetes",
+            "path": "pkg/printers/internalversion/printers.go",
+            "commit": "c6446be5 (its own import aliases aside)",
+        }
+    if minor <= 30:
         sources_["printers.go of v1.30"] = {
             "repo": "ivanvc/kubernetes",
             "path": "pkg/printers/internalversion/printers.go",
@@ -487,8 +517,13 @@ def build(minor):
         )
     if minor <= 31:
         sources_["changes dated"] += "; CHANGELOG-1.32 (#126529, priority classes' PreemptionPolicy)"
-    if minor == 30:
+    if minor <= 30:
         sources_["changes dated"] += "; CHANGELOG-1.31 (#122038, a finished pod never Terminating)"
+    if minor == 29:
+        sources_["changes dated"] += (
+            "; CHANGELOG-1.30 (#123226 jobs' Status, #122231 cron jobs' Timezone, "
+            "#122804 HPA targets naming their metric)"
+        )
     sources_["descriptions from API versions the release does not serve"] = (
         "extensions/v1beta1, batch/v1beta1, autoscaling/v2beta1, discovery/v1beta1 and "
         "rbac/v1beta1, read by printers.go until kubernetes/kubernetes#136100 (1.36): "
@@ -507,14 +542,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in (30, 31, 32, 33, 34, 35):
+        for minor in (29, 30, 31, 32, 33, 34, 35):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in (["30"], ["31"], ["32"], ["33"], ["34"], ["35"]):
-        raise SystemExit("usage: columns_v1_32_to_35.py 30|31|32|33|34|35|--check")
+    if ARGS not in (["29"], ["30"], ["31"], ["32"], ["33"], ["34"], ["35"]):
+        raise SystemExit("usage: columns_v1_32_to_35.py 29|30|31|32|33|34|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

@@ -11,6 +11,7 @@
 //! 80% CPU target when it has no metric at all.
 
 use super::fields::{arr, at, created, int, name, s, RowFn};
+use crate::encode::personality::Printers;
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
@@ -282,9 +283,21 @@ fn hpa_v2_as(h: &Value, r: &mut RowBuilder, named: bool) {
     hpa_with(h, &specs, &statuses, r, named);
 }
 
-/// v1.36's printers where they differ from v1.20's: both served versions
-/// name resource targets.
-pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+/// v1.29's to v1.36's printers where they differ from v1.20's: from 1.30
+/// both served versions name resource targets (kubernetes#122804); v1.29
+/// prints autoscaling/v2 as v1.20 printed v2beta2, its shape.
+pub fn lookup_since_v1_29(
+    printers: Printers,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Option<RowFn> {
+    if printers.minor() <= 29 {
+        return match (group, version, resource) {
+            ("autoscaling", "v2", "horizontalpodautoscalers") => Some(hpa_v2beta2),
+            _ => None,
+        };
+    }
     match (group, version, resource) {
         ("autoscaling", "v2", "horizontalpodautoscalers") => Some(hpa_v2_v1_36),
         ("autoscaling", "v1", "horizontalpodautoscalers") => Some(hpa_v1_v1_36),
@@ -409,7 +422,7 @@ fn format_hpa_metrics(specs: &[Metric], statuses: &[Metric], named: bool) -> Str
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{check, check_as, column_count_as};
+    use super::super::test_support::{cells, cells_as, check, check_as, column_count_as};
     use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
@@ -741,6 +754,27 @@ mod tests {
         // autoscaling/v1 is printed by the same printer, with the
         // recorded autoscaling/v2 columns.
         assert_eq!(column_count_as(Personality::NEWEST, V1), 7);
+        // v1.29, before kubernetes#122804: autoscaling/v2 as v1.20 printed
+        // v2beta2, autoscaling/v1 as v1.20 printed it.
+        let v1_29 = Personality::of(1, 29).0;
+        check_as(
+            v1_29,
+            V2,
+            hpa(cpu_target(), json!(null)),
+            r#""cells":["h","Deployment/web","\u003cunknown\u003e/50%","1",4,1,"60m"]"#,
+        );
+        let v1 = json!({"metadata": {"name": "h", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 4,
+                "targetCPUUtilizationPercentage": 50}});
+        assert_eq!(
+            cells_as(v1_29, V1, v1.clone(), "2026-01-01T01:00:00Z"),
+            cells(V1, v1, "2026-01-01T01:00:00Z")
+        );
+    }
+
+    fn cpu_target() -> Value {
+        json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}])
     }
 
     #[test]

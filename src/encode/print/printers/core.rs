@@ -38,7 +38,7 @@ fn pod_v1_34(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_34)
 }
 
-/// v1.30's `printPod`: v1.34's but a deleted pod is Terminating even once
+/// v1.30's `printPod` (v1.29's too): v1.34's but a deleted pod is Terminating even once
 /// it has finished (kubernetes#122038 made that 1.31's rule).
 fn pod_v1_30(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_30)
@@ -299,7 +299,7 @@ pub fn lookup_since_v1_34(
         return None;
     }
     Some(match (printers, resource) {
-        (Printers::V1_30, "pods") => pod_v1_30,
+        (p, "pods") if p.minor() <= 30 => pod_v1_30,
         (p, "pods") if p.minor() <= 34 => pod_v1_34,
         (_, "pods") => pod_v1_36,
         // v1.34 and older still count them (v1.20's printer).

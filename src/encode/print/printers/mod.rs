@@ -72,7 +72,7 @@ fn row_fn_for(printers: Printers, group: &str, version: &str, resource: &str) ->
             .or_else(|| workloads::lookup_since_v1_33(printers, group, version, resource))
             .or_else(|| storage::lookup_v1_36(group, version, resource))
             .or_else(|| policy::lookup_since_v1_32(printers, group, version, resource))
-            .or_else(|| autoscaling::lookup_v1_36(group, version, resource))
+            .or_else(|| autoscaling::lookup_since_v1_29(printers, group, version, resource))
             .or_else(|| network::lookup_v1_36(group, version, resource))
             .or_else(|| apiserver::lookup_v1_36(group, version, resource))
             .or_else(|| dra::lookup_v1_36(group, version, resource))
@@ -107,6 +107,7 @@ static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 fn builtin_id(printers: Printers) -> u64 {
     match printers {
         Printers::V1_20 => 0,
+        Printers::V1_29 => u64::MAX - 7,
         Printers::V1_30 => u64::MAX - 6,
         Printers::V1_31 => u64::MAX - 5,
         Printers::V1_32 => u64::MAX - 4,
@@ -372,8 +373,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn releases_between_v1_20_and_v1_30_leave_their_tables_to_the_upstream() {
-        for minor in [21, 28, 29] {
+    fn releases_between_v1_20_and_v1_29_leave_their_tables_to_the_upstream() {
+        for minor in [21, 27, 28] {
             let p = Personality::of(1, minor).0;
             assert!(Printer::builtin(p, "", "v1", "pods").is_none(), "1.{minor}");
             assert!(Printer::custom(p, 1, &[]).is_none(), "1.{minor}");
@@ -403,10 +404,11 @@ mod tests {
     }
 
     #[test]
-    fn v1_30_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
+    fn v1_29_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
         // (v1.20's column file, regenerated from a v1.20 apiserver, also
         // holds printers kubecache has no port of: see below.)
         for (personality, printers) in [
+            (Personality::of(1, 29).0, Printers::V1_29),
             (Personality::of(1, 30).0, Printers::V1_30),
             (Personality::of(1, 31).0, Printers::V1_31),
             (Personality::of(1, 32).0, Printers::V1_32),

@@ -496,7 +496,8 @@ fn daemon_set(x: &Value, r: &mut RowBuilder) {
         .str(&format_label_selector(at(x, &["spec", "selector"])));
 }
 
-/// v1.30's to v1.36's printers where they differ from v1.20's: a job's
+/// v1.29's to v1.36's printers where they differ from v1.20's (v1.29's:
+/// none but batch/v1 cron jobs, which v1.20 did not serve): a job's
 /// Status (kubernetes#123226, 1.30; SuccessCriteriaMet among them from
 /// 1.34), a cron job's Timezone (#122231, 1.30).
 pub fn lookup_since_v1_33(
@@ -506,8 +507,11 @@ pub fn lookup_since_v1_33(
     resource: &str,
 ) -> Option<RowFn> {
     Some(match (group, version, resource) {
+        // v1.29's: no Status column (v1.20's printer).
+        ("batch", "v1", "jobs") if printers.minor() <= 29 => return None,
         ("batch", "v1", "jobs") if printers.minor() <= 33 => job_v1_33,
         ("batch", "v1", "jobs") => job_v1_36,
+        ("batch", "v1", "cronjobs") if printers.minor() <= 29 => cron_job,
         ("batch", "v1", "cronjobs") => cron_job_v1_36,
         _ => return None,
     })
@@ -639,6 +643,37 @@ mod tests {
 
     fn meta() -> Value {
         json!({"name": "w", "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:00Z"})
+    }
+
+    #[test]
+    fn v1_30_added_jobs_status_and_cron_jobs_timezone_which_v1_29_lacks() {
+        // kubernetes#123226 and #122231, both in CHANGELOG-1.30.
+        let job = json!({"metadata": {"name": "j", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"completions": 1},
+            "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}});
+        let jobs = ("batch", "v1", "jobs");
+        let cells = |minor, gvr, obj: &Value| {
+            let row = cells_as(Personality::of(1, minor).0, gvr, obj.clone(), NOW);
+            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+            v["cells"].as_array().unwrap()[..3].to_vec()
+        };
+        assert_eq!(cells(29, jobs, &job), [json!("j"), json!("1/1"), json!("")]);
+        assert_eq!(
+            cells(30, jobs, &job),
+            [json!("j"), json!("Complete"), json!("1/1")]
+        );
+        let cj = json!({"metadata": {"name": "c", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"schedule": "*/5 * * * *", "timeZone": "Etc/UTC", "suspend": false,
+                     "jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}});
+        let cronjobs = ("batch", "v1", "cronjobs");
+        assert_eq!(
+            cells(29, cronjobs, &cj),
+            [json!("c"), json!("*/5 * * * *"), json!("False")]
+        );
+        assert_eq!(
+            cells(30, cronjobs, &cj),
+            [json!("c"), json!("*/5 * * * *"), json!("Etc/UTC")]
+        );
     }
 
     #[test]
