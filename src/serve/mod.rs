@@ -12,6 +12,13 @@
 //!    error as the apiserver's `Status` (`errors`, `respond`); a watch the
 //!    cache answers to a WebSocket request over WebSocket (`websocket`).
 //!
+//! 7. **record** — counted and timed once, in [`handle`];
+//! 8. **finish** — what every answer carries out (a stale answer's
+//!    Warning, a watch's drain and gauge, the client's slot).
+//!
+//! [`handle`] reads as these phases: `decide` (2–5), `answer` (6), the
+//! record, `finish`.
+//!
 //! `listener` accepts connections (over TLS with `tls`), bounds them, and
 //! drains them on shutdown; `drain` ends watches when it starts.
 
@@ -48,118 +55,225 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
-/// One request, phase by phase.
-pub async fn handle(state: Arc<ServeState>, mut req: http::Request<Incoming>) -> Response<Body> {
+/// One request, phase by phase: parse, then [`decide`] (admit, kubecache's
+/// own endpoints, authenticate, authorize, route), [`answer`], record,
+/// [`finish`].
+pub async fn handle(state: Arc<ServeState>, req: http::Request<Incoming>) -> Response<Body> {
     let started = std::time::Instant::now();
     let mut request = Request::parse(req.method(), req.uri(), req.headers());
-    let mut slot = None;
-    let mut stale = None;
-    let route = match auth::admit(&state.auth, &request) {
-        Ok(()) => {
-            if let Some(resp) = health::probe(&state, &request.path, req.uri().query()) {
-                return resp;
-            }
-            let peer = req.extensions().get::<listener::PeerCertificates>();
-            let access = state.access.as_deref();
-            let allowed = async {
-                state.limits.check_size(&request, content_length(&req))?;
-                auth::authenticate(&state.auth, access, &mut request, peer).await?;
-                auth::authorize(&state.auth, &request)?;
-                slot = state.limits.admit(&request)?;
-                Ok::<(), ServeError>(())
-            };
-            match allowed.await {
-                Ok(()) if health::is_metrics(&state, &request.path) => {
-                    match auth::authorize_path(access, &request).await {
-                        Ok(()) => return health::metrics(&state),
-                        Err(e) => Route::Refused(e.into()),
-                    }
-                }
-                Ok(())
-                    if request.path == status_page::PATH && req.method() == http::Method::GET =>
-                {
-                    match auth::authorize_path(access, &request).await {
-                        Ok(()) => return status_page::respond(&state, wants_json(&req)),
-                        Err(e) => Route::Refused(e.into()),
-                    }
-                }
-                Ok(()) => {
-                    let (route, warning) = route::route(&state, &request).await;
-                    stale = warning;
-                    route
-                }
-                Err(e) => Route::Refused(e),
-            }
-        }
-        Err(e) => Route::Refused(e.into()),
+    let decision = match decide(&state, &mut request, &req).await {
+        Decided::Local(resp) => return resp,
+        Decided::Routed(decision) => decision,
     };
-    // A watch the cache answers to a WebSocket request: x/net's handshake,
-    // decided before the request is counted (a refusal with its status,
-    // an upgrade as a 101).
-    let mut websocket = None;
-    let (resp, served_by) = match route {
-        Route::Answered(Answer::Body(body, content_type)) => {
-            let in_flight = &state.limits.in_flight;
-            let resp = respond::body_response(body, content_type, in_flight);
-            (resp, ServedBy::Cache)
-        }
-        Route::Answered(Answer::List(list, content_type)) => {
-            let resp = respond::list_response(list, content_type, &state.limits.in_flight);
-            (resp, ServedBy::Cache)
-        }
-        Route::Answered(Answer::Stream(resp)) => match websocket_watch(&request, &resp, &req) {
-            Some(Ok(accepted)) => {
-                let slot = req.extensions().get::<listener::ConnectionSlot>().cloned();
-                websocket = Some((accepted, hyper::upgrade::on(&mut req), slot));
-                (resp, ServedBy::Cache)
-            }
-            Some(Err(e)) => (websocket::refusal(&e), ServedBy::Cache),
-            None => (resp, ServedBy::Cache),
-        },
-        Route::Refused(e) => (error(&state, &request, &e), ServedBy::Cache),
-        Route::Forward(reason) => {
-            metrics::forwarded(reason.as_str());
-            // A consistent read no proof could answer, or a page at a
-            // version the cache has not seen: shared with the identical
-            // ones that arrive with it, if it can be.
-            let shareable =
-                coalesce::shareable(&request, reason.is_unproven(), reason.is_exact_elsewhere());
-            let shared = if shareable && state.consistent == ConsistentReads::Prove {
-                let key = coalesce::Key::of(&request, req.headers());
-                coalesce::read(&state.coalesced, &state.forward, key)
-                    .await
-                    .ok()
-            } else {
-                None
-            };
-            let max_body = state.limits.config.max_body_bytes;
-            let resp = match shared {
-                Some(resp) => Ok(resp),
-                None => passthrough::forward(&state, &request, req, max_body).await,
-            };
-            let resp = resp.unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "upstream unreachable");
-                error(&state, &request, &e)
-            });
-            (resp, ServedBy::Upstream)
-        }
-    };
-    let mut resp = resp;
-    if let Some(stale) = &stale {
-        resp.headers_mut()
-            .append(http::header::WARNING, stale.header());
-    }
-    let status = match websocket {
+    let answered = answer(&state, &request, decision.route, req).await;
+    // Recorded once per request, here: a WebSocket watch as its 101.
+    let status = match answered.websocket {
         Some(_) => http::StatusCode::SWITCHING_PROTOCOLS,
-        None => resp.status(),
+        None => answered.resp.status(),
     };
     metrics::request(
         request.verb.as_str(),
         request.resource_name(),
         status.as_u16(),
-        served_by,
+        answered.served_by,
         started.elapsed(),
     );
+    finish(&state, &request, answered, decision.stale, decision.slot)
+}
+
+/// What [`decide`] came to: an answer of kubecache's own endpoints, or a
+/// route with what the answer carries.
+enum Decided {
+    Local(Response<Body>),
+    Routed(Decision),
+}
+
+struct Decision {
+    route: Route,
+    /// The Warning a stale answer from the cache carries.
+    stale: Option<route::Stale>,
+    /// The client's in-flight slot, held until the answer is written.
+    slot: Option<limits::Slot>,
+}
+
+/// Admit, kubecache's own endpoints, authenticate, authorize, limits, and
+/// then [`route::route`]: every refusal on the way is a route too.
+async fn decide(
+    state: &ServeState,
+    request: &mut Request,
+    req: &http::Request<Incoming>,
+) -> Decided {
+    let refused = |e: ServeError| {
+        Decided::Routed(Decision {
+            route: Route::Refused(e),
+            stale: None,
+            slot: None,
+        })
+    };
+    if let Err(e) = auth::admit(&state.auth, request) {
+        return refused(e.into());
+    }
+    if let Some(resp) = health::probe(state, &request.path, req.uri().query()) {
+        return Decided::Local(resp);
+    }
+    let peer = req.extensions().get::<listener::PeerCertificates>();
+    let access = state.access.as_deref();
+    let mut slot = None;
+    let allowed = async {
+        state.limits.check_size(request, content_length(req))?;
+        auth::authenticate(&state.auth, access, request, peer).await?;
+        auth::authorize(&state.auth, request)?;
+        slot = state.limits.admit(request)?;
+        Ok::<(), ServeError>(())
+    };
+    if let Err(e) = allowed.await {
+        return refused(e);
+    }
+    // Its own endpoints that need the client authorized first.
+    let own = if health::is_metrics(state, &request.path) {
+        Some(health::metrics as fn(&ServeState) -> Response<Body>)
+    } else if request.path == status_page::PATH && req.method() == http::Method::GET {
+        Some(if wants_json(req) {
+            status_page_json as fn(&ServeState) -> Response<Body>
+        } else {
+            status_page_html
+        })
+    } else {
+        None
+    };
+    if let Some(respond) = own {
+        return match auth::authorize_path(access, request).await {
+            Ok(()) => Decided::Local(respond(state)),
+            Err(e) => Decided::Routed(Decision {
+                route: Route::Refused(e.into()),
+                stale: None,
+                slot,
+            }),
+        };
+    }
+    let (route, stale) = route::route(state, request).await;
+    Decided::Routed(Decision { route, stale, slot })
+}
+
+fn status_page_json(state: &ServeState) -> Response<Body> {
+    status_page::respond(state, true)
+}
+
+fn status_page_html(state: &ServeState) -> Response<Body> {
+    status_page::respond(state, false)
+}
+
+/// The answer to a route, and who gave it.
+struct Answered {
+    resp: Response<Body>,
+    served_by: ServedBy,
+    /// A watch the cache answers to a WebSocket request: x/net's handshake
+    /// accepted, the upgrade and the connection's slot.
+    websocket: Option<(
+        websocket::Accepted,
+        hyper::upgrade::OnUpgrade,
+        Option<listener::ConnectionSlot>,
+    )>,
+}
+
+/// The cache's answer (a WebSocket watch's handshake decided before the
+/// request is counted: a refusal with its status, an upgrade as a 101),
+/// the refusal as the apiserver's Status, or the upstream's answer.
+async fn answer(
+    state: &ServeState,
+    request: &Request,
+    route: Route,
+    mut req: http::Request<Incoming>,
+) -> Answered {
+    let cache = |resp| Answered {
+        resp,
+        served_by: ServedBy::Cache,
+        websocket: None,
+    };
+    match route {
+        Route::Answered(Answer::Body(body, content_type)) => cache(respond::body_response(
+            body,
+            content_type,
+            &state.limits.in_flight,
+        )),
+        Route::Answered(Answer::List(list, content_type)) => cache(respond::list_response(
+            list,
+            content_type,
+            &state.limits.in_flight,
+        )),
+        Route::Answered(Answer::Stream(resp)) => match websocket_watch(request, &resp, &req) {
+            Some(Ok(accepted)) => {
+                let slot = req.extensions().get::<listener::ConnectionSlot>().cloned();
+                Answered {
+                    resp,
+                    served_by: ServedBy::Cache,
+                    websocket: Some((accepted, hyper::upgrade::on(&mut req), slot)),
+                }
+            }
+            Some(Err(e)) => cache(websocket::refusal(&e)),
+            None => cache(resp),
+        },
+        Route::Refused(e) => cache(error(state, request, &e)),
+        Route::Forward(reason) => Answered {
+            resp: forward(state, request, reason, req).await,
+            served_by: ServedBy::Upstream,
+            websocket: None,
+        },
+    }
+}
+
+/// A read the cache does not answer, or anything else, sent upstream as
+/// the client.
+async fn forward(
+    state: &ServeState,
+    request: &Request,
+    reason: route::ForwardReason,
+    req: http::Request<Incoming>,
+) -> Response<Body> {
+    metrics::forwarded(reason.as_str());
+    // A consistent read no proof could answer, or a page at a version the
+    // cache has not seen: shared with the identical ones that arrive with
+    // it, if it can be.
+    let shareable = coalesce::shareable(request, reason.is_unproven(), reason.is_exact_elsewhere());
+    let shared = if shareable && state.consistent == ConsistentReads::Prove {
+        let key = coalesce::Key::of(request, req.headers());
+        coalesce::read(&state.coalesced, &state.forward, key)
+            .await
+            .ok()
+    } else {
+        None
+    };
+    let max_body = state.limits.config.max_body_bytes;
+    let resp = match shared {
+        Some(resp) => Ok(resp),
+        None => passthrough::forward(state, request, req, max_body).await,
+    };
+    resp.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "upstream unreachable");
+        error(state, request, &e)
+    })
+}
+
+/// What every answer carries on its way out: a stale one's Warning; a
+/// successful watch's end at the drain, its gauge and (for a downstream
+/// kubecache) gzip; the client's slot, held until the answer is written;
+/// and a WebSocket watch's upgrade.
+fn finish(
+    state: &ServeState,
+    request: &Request,
+    answered: Answered,
+    stale: Option<route::Stale>,
+    slot: Option<limits::Slot>,
+) -> Response<Body> {
+    let Answered {
+        mut resp,
+        served_by,
+        websocket,
+    } = answered;
+    if let Some(stale) = &stale {
+        resp.headers_mut()
+            .append(http::header::WARNING, stale.header());
+    }
     let resp = if request.verb == crate::request::Verb::Watch && resp.status().is_success() {
         let (parts, body) = resp.into_parts();
         let content_type = parts
