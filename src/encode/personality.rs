@@ -76,8 +76,9 @@ impl Personality {
     /// Status and cron jobs' Timezone columns, and with HPA targets not
     /// naming their metric (all three 1.30's). Releases between v1.20 and
     /// v1.29 changed printers one by one (pods' restarts in 1.22,
-    /// jobs' Status in 1.30, …) and not every change is dated yet: their
-    /// Tables are the upstream's to print (`None`), as older releases' are.
+    /// SchedulingGated in 1.26, sidecars in 1.28, …) and not every change
+    /// is dated yet: their Tables are the upstream's to print (`None`), as
+    /// older releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),

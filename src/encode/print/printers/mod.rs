@@ -62,7 +62,7 @@ impl std::fmt::Debug for Printer {
 }
 
 /// The port of printers.go's function for a resource as `printers`
-/// print it: v1.36's where it differs from v1.20's (v1.34's and v1.35's
+/// print it: v1.36's where it differs from v1.20's (v1.29's to v1.35's
 /// too, but for the printers changed since, which take the release), else
 /// v1.20's.
 fn row_fn_for(printers: Printers, group: &str, version: &str, resource: &str) -> Option<RowFn> {
@@ -102,7 +102,7 @@ type Builtins = HashMap<(Printers, String), Option<Arc<Printer>>>;
 static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 
 /// The id of built-in printers: rows printed as v1.20 prints them, as
-/// v1.34, v1.35 and v1.36 do (kept on entries apart). Custom resources'
+/// v1.29 to v1.36 do (kept on entries apart). Custom resources'
 /// printers take their CRD's resourceVersion, which is never this large.
 fn builtin_id(printers: Printers) -> u64 {
     match printers {
