@@ -1,5 +1,8 @@
-//! Configuration: the YAML file (see `config/kubecache.yaml`), overridden by
-//! flags, validated as a whole before anything binds a port.
+//! Configuration: every setting of `kubecache serve` declared once
+//! ([`Settings`]: its type, help, flag and file key), given by the YAML
+//! file (see `config/kubecache.yaml`), environment variables or flags,
+//! laid over each other and validated as a whole before anything binds
+//! a port ([`ServeConfig`]).
 
 use crate::access::AccessConfig;
 use crate::serve::auth::{AuthConfig, AuthMode};
@@ -59,106 +62,270 @@ impl std::str::FromStr for LogFormat {
     }
 }
 
-/// The file's shape; every field optional so flags can fill the gaps.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FileConfig {
-    pub listen: Option<String>,
-    /// `text` (the default) or `json`; `--log-format` wins.
-    pub log_format: Option<LogFormat>,
-    pub upstream: Option<String>,
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-    pub cluster: Option<String>,
-    pub user: Option<String>,
-    pub token_file: Option<PathBuf>,
-    pub ca_file: Option<PathBuf>,
-    pub client_cert_file: Option<PathBuf>,
-    pub client_key_file: Option<PathBuf>,
-    pub consistent_reads: Option<ConsistentReads>,
-    /// `trust-local` (the default on a loopback address) or `authorize`
-    /// (the default on any other).
-    pub auth_mode: Option<AuthMode>,
-    /// trust-local: pass on pods' exec and attach.
-    pub allow_exec: Option<bool>,
-    /// authorize: whether a request without credentials is
-    /// `system:anonymous` (the default) or a 401.
-    pub anonymous_auth: Option<bool>,
-    /// authorize: the CA that client certificates are verified against.
-    pub client_ca_file: Option<PathBuf>,
-    /// authorize: the audiences a client's token must be for.
-    #[serde(default)]
-    pub authentication_token_audiences: Vec<String>,
-    /// authorize: how long token reviews are kept (a Go duration, `2m`).
-    pub authentication_token_cache_ttl: Option<String>,
-    /// authorize: how long allowed decisions are kept (`5m`).
-    pub authorization_cache_authorized_ttl: Option<String>,
-    /// authorize: how long refusals are kept (`30s`).
-    pub authorization_cache_unauthorized_ttl: Option<String>,
-    /// authorize: at most this many token reviews, and as many decisions.
-    pub review_cache_entries: Option<u64>,
-    /// authorize: token reviews asked upstream at once, at most.
-    pub max_token_reviews_in_flight: Option<usize>,
-    /// Requests (watches aside) one user may have open at once (429 over).
-    pub max_requests_per_user: Option<usize>,
-    /// Watches one user may have open at once (429 over).
-    pub max_watches_per_user: Option<usize>,
-    /// The longest request path and query, in bytes (414 over).
-    pub max_url_bytes: Option<usize>,
-    /// The largest request header section, in bytes (431 over).
-    pub max_request_header_bytes: Option<usize>,
-    /// The largest forwarded request body, in bytes (413 over).
-    pub max_request_body_bytes: Option<u64>,
-    /// Serve TLS with this certificate (and chain), PEM; with the key.
-    pub tls_cert_file: Option<PathBuf>,
-    pub tls_private_key_file: Option<PathBuf>,
-    pub history_capacity: Option<usize>,
-    pub history_window_seconds: Option<u64>,
-    pub drain_seconds: Option<u64>,
-    /// After SIGTERM, keep accepting this long with readiness failing (a Go
-    /// duration; default 5s off loopback, 0s on it).
-    pub shutdown_delay_duration: Option<String>,
-    /// How often each type's cache is compared with the upstream (a Go
-    /// duration; default 5m; 0s: never).
-    pub consistency_check_interval: Option<String>,
-    /// Whether the reflectors ask for gzipped lists, and an upstream
-    /// kubecache for gzipped watches (default true; an apiserver ignores
-    /// the watch's ask).
-    pub upstream_gzip: Option<bool>,
-    /// The objects' bytes all types together may cache (default: a
-    /// quarter of the memory limit, else no limit); a type that would pass
-    /// it is forwarded instead.
-    pub max_cache_bytes: Option<usize>,
-    /// The objects' bytes one type may cache (default: no limit of its own).
-    pub max_type_cache_bytes: Option<usize>,
-    /// The bytes kept list bodies and gzip pieces may hold together
-    /// (default: a sixteenth of the memory limit, at least 16 MiB, else
-    /// 256 MiB).
-    pub max_kept_body_bytes: Option<usize>,
-    /// A type nobody reads or watches for this long is let go (a Go
-    /// duration; default 1h; 0s: never).
-    pub cache_idle_timeout: Option<String>,
-    /// Open connections at most (default: below the open-files limit and
-    /// within an eighth of the memory limit).
-    pub max_connections: Option<usize>,
-    /// Bytes of the cache's answers in flight to clients at most (default:
-    /// a quarter of the memory limit, else 1 GiB); past it, 429.
-    pub max_bytes_in_flight: Option<usize>,
-    /// An HTTP/1 request's headers must arrive within this (`32s`).
-    pub request_header_timeout: Option<String>,
-    /// A connection with nothing in flight is closed after this (`90s`).
-    pub connection_idle_timeout: Option<String>,
-    /// Types to cache from the start, as `v1/pods` or `apps/v1/deployments`.
-    #[serde(default)]
-    pub eager: Vec<String>,
-    /// Edge autonomy: persist each cached type and discovery here, and
-    /// restore them on start.
-    pub snapshot_dir: Option<PathBuf>,
-    /// How often what changed is written to the snapshot (`30s`).
-    pub snapshot_interval: Option<String>,
-    /// While the upstream is unreachable, answer reads from the last known
-    /// state, with a Warning header.
-    pub serve_stale_when_offline: Option<bool>,
+/// Declares [`Settings`]: every setting of `kubecache serve` once. A
+/// setting's doc comment is its `--help` and documents its file key; its
+/// flag is the field's name in kebab case unless `arg(long = ..)` names
+/// another; its file key is the name in camel case; its environment
+/// variable is `KUBECACHE_` and the flag in upper snake case (the CLI sets
+/// that on every flag, so none is spelt here). `file_only` settings have
+/// a key and no flag of their own.
+macro_rules! settings {
+    (
+        flags { $( $(#[$fattr:meta])* $flag:ident: $fty:ty, )* }
+        file_only { $( $(#[$oattr:meta])* $only:ident: $oty:ty, )* }
+    ) => {
+        /// Every setting, each optional: what a flag, its environment
+        /// variable or the file gives ([`Settings::over`] layers them),
+        /// validated as a whole by [`Settings::into_serve`].
+        #[derive(Debug, Default, Deserialize)]
+        #[cfg_attr(feature = "cli", derive(clap::Args))]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub struct Settings {
+            $(
+                #[cfg_attr(feature = "cli", arg(long))]
+                $(#[$fattr])*
+                pub $flag: $fty,
+            )*
+            $(
+                #[cfg_attr(feature = "cli", arg(skip))]
+                $(#[$oattr])*
+                pub $only: $oty,
+            )*
+        }
+
+        impl Settings {
+            /// Each setting `self` gives, else `under`'s: flags (and their
+            /// environment variables) over the file.
+            fn over(self, under: Settings) -> Settings {
+                Settings {
+                    $( $flag: Overlay::over(self.$flag, under.$flag), )*
+                    $( $only: Overlay::over(self.$only, under.$only), )*
+                }
+            }
+        }
+    };
+}
+
+/// A setting given, over one not: an option that is set, a list that is
+/// not empty.
+trait Overlay {
+    fn over(self, under: Self) -> Self;
+}
+
+impl<T> Overlay for Option<T> {
+    fn over(self, under: Self) -> Self {
+        self.or(under)
+    }
+}
+
+impl<T> Overlay for Vec<T> {
+    fn over(self, under: Self) -> Self {
+        if self.is_empty() {
+            under
+        } else {
+            self
+        }
+    }
+}
+
+settings! {
+    flags {
+        /// The apiserver's URL (http:// with no credentials works). Without it
+        /// or --kubeconfig: KUBECONFIG's files, else ~/.kube/config, else the
+        /// pod's service account, as client-go tools do.
+        upstream: Option<String>,
+        /// A kubeconfig file, read alone (KUBECONFIG is not merged in).
+        kubeconfig: Option<PathBuf>,
+        /// The kubeconfig context to use instead of its current-context.
+        context: Option<String>,
+        /// The kubeconfig cluster to use instead of the context's.
+        cluster: Option<String>,
+        /// The kubeconfig user to use instead of the context's.
+        user: Option<String>,
+        /// A bearer token file for --upstream.
+        token_file: Option<PathBuf>,
+        /// A CA bundle for an https --upstream.
+        ca_file: Option<PathBuf>,
+        /// A client certificate (PEM) for an https --upstream, with --client-key.
+        #[cfg_attr(feature = "cli", arg(long = "client-cert"))]
+        client_cert_file: Option<PathBuf>,
+        /// The client certificate's key (PEM).
+        #[cfg_attr(feature = "cli", arg(long = "client-key"))]
+        client_key_file: Option<PathBuf>,
+        /// Address to listen on (default 127.0.0.1:8001).
+        listen: Option<String>,
+        /// How reads that ask for the latest state (no resourceVersion, as
+        /// kubectl's) are answered (default prove).
+        #[cfg_attr(feature = "cli", arg(value_enum))]
+        consistent_reads: Option<ConsistentReads>,
+        /// Whose identity requests are served with (default: trust-local on
+        /// a loopback address, authorize on any other).
+        #[cfg_attr(feature = "cli", arg(value_enum))]
+        auth_mode: Option<AuthMode>,
+        /// authorize: verify client certificates against this CA bundle (PEM);
+        /// the common name is the user, the organizations its groups.
+        client_ca_file: Option<PathBuf>,
+        /// authorize: serve requests without credentials as system:anonymous
+        /// (true, the apiserver's default) or answer them 401 (false).
+        #[cfg_attr(feature = "cli", arg(num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new()))]
+        anonymous_auth: Option<bool>,
+        /// authorize: the audiences a client's token must be for, comma
+        /// separated (default: the upstream's own).
+        #[cfg_attr(feature = "cli", arg(value_delimiter = ','))]
+        #[serde(default)]
+        authentication_token_audiences: Vec<String>,
+        /// authorize: how long a token review is kept (default 2m).
+        #[cfg_attr(feature = "cli", arg(long = "authentication-token-webhook-cache-ttl"))]
+        authentication_token_cache_ttl: Option<GoDuration>,
+        /// authorize: how long an allowed decision is kept (default 5m).
+        #[cfg_attr(feature = "cli", arg(long = "authorization-webhook-cache-authorized-ttl"))]
+        authorization_cache_authorized_ttl: Option<GoDuration>,
+        /// authorize: how long a refusal is kept (default 30s).
+        #[cfg_attr(feature = "cli", arg(long = "authorization-webhook-cache-unauthorized-ttl"))]
+        authorization_cache_unauthorized_ttl: Option<GoDuration>,
+        /// Requests (watches aside) one user may have open at once; more get
+        /// 429 with Retry-After (default 400).
+        max_requests_per_user: Option<usize>,
+        /// Watches one user may have open at once; more get 429 (default 1000).
+        max_watches_per_user: Option<usize>,
+        /// The longest request path and query in bytes; longer get 414
+        /// (default 65536).
+        max_url_bytes: Option<usize>,
+        /// The largest request header section in bytes; larger get 431
+        /// (default 1048576, Go's).
+        max_request_header_bytes: Option<usize>,
+        /// The largest forwarded request body in bytes; larger get 413
+        /// (default 3145728, the apiserver's).
+        max_request_body_bytes: Option<u64>,
+        /// Open connections at most; past it idle ones are closed and new ones
+        /// wait (default: an eighth below the open-files limit, and what an
+        /// eighth of the container's memory limit holds at 32 KiB each).
+        max_connections: Option<usize>,
+        /// Bytes of answers made by the cache that may be in flight to clients
+        /// at once; a list that would pass it gets 429 (default: a quarter of
+        /// the container's memory limit, else 1 GiB).
+        max_bytes_in_flight: Option<usize>,
+        /// An HTTP/1 request's headers must arrive within this (default 32s).
+        request_header_timeout: Option<GoDuration>,
+        /// A connection with nothing in flight is closed after this
+        /// (default 90s).
+        connection_idle_timeout: Option<GoDuration>,
+        /// After SIGTERM, keep accepting this long with /readyz failing, so
+        /// that load balancers stop sending first (default 5s; 0s when
+        /// listening on loopback).
+        shutdown_delay_duration: Option<GoDuration>,
+        /// How often each cached type is compared with the upstream at the
+        /// cache's resourceVersion, relisting on a difference (default 5m;
+        /// 0s turns it off).
+        consistency_check_interval: Option<GoDuration>,
+        /// Whether the reflectors ask for gzipped lists (as client-go does) and
+        /// an upstream kubecache (a chain) for gzipped watch streams (default
+        /// true; an apiserver ignores the watch's ask).
+        #[cfg_attr(feature = "cli", arg(num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new()))]
+        upstream_gzip: Option<bool>,
+        /// The objects' bytes all types together may cache; a type that would
+        /// pass it is forwarded instead (default: a quarter of the container's
+        /// memory limit, else none).
+        max_cache_bytes: Option<usize>,
+        /// The objects' bytes one type may cache (default: no limit of its own).
+        max_type_cache_bytes: Option<usize>,
+        /// The bytes kept list bodies and gzip pieces may hold together
+        /// (default: a sixteenth of the container's memory limit, at least
+        /// 16 MiB, else 256 MiB).
+        max_kept_body_bytes: Option<usize>,
+        /// A type nobody reads or watches for this long is let go; the next
+        /// read starts it again (default 1h; 0s: never).
+        cache_idle_timeout: Option<GoDuration>,
+        /// trust-local: pass on pods' exec and attach (refused otherwise, as
+        /// kubectl proxy refuses them).
+        #[cfg_attr(feature = "cli", arg(num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new()))]
+        allow_exec: Option<bool>,
+        /// Persist each cached type and the discovery documents here, and
+        /// restore them on start (edge autonomy; made if missing).
+        snapshot_dir: Option<PathBuf>,
+        /// How often what changed is written to the snapshot (default 30s).
+        snapshot_interval: Option<GoDuration>,
+        /// While the upstream is unreachable, answer reads (discovery, and
+        /// reads that would need it to be current) from the last known state,
+        /// each with a Warning header.
+        #[cfg_attr(feature = "cli", arg(num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new()))]
+        serve_stale_when_offline: Option<bool>,
+        /// Types to cache from the start (readiness waits for them), comma
+        /// separated: `v1/pods,apps/v1/deployments`.
+        #[cfg_attr(feature = "cli", arg(value_delimiter = ','))]
+        #[serde(default)]
+        eager: Vec<String>,
+        /// Events each type's history keeps for watches and reads in the past
+        /// (default 102400, the apiserver's cacher's).
+        history_capacity: Option<usize>,
+        /// Seconds of events the history keeps beyond its last 100 (default 75).
+        history_window_seconds: Option<u64>,
+        /// Seconds open connections have to finish after the shutdown delay;
+        /// watches end at its start (default 30).
+        drain_seconds: Option<u64>,
+        /// authorize: token reviews kept at most, and as many decisions
+        /// (default 10000).
+        review_cache_entries: Option<u64>,
+        /// authorize: token reviews asked of the upstream at once; a token that
+        /// finds none free within a second gets 429 (default 64).
+        max_token_reviews_in_flight: Option<usize>,
+        /// Serve HTTPS (HTTP/2 and HTTP/1.1) with this certificate, PEM (the
+        /// server's first, then its chain); reloaded when the file changes.
+        tls_cert_file: Option<PathBuf>,
+        /// The serving certificate's private key, PEM.
+        tls_private_key_file: Option<PathBuf>,
+    }
+    file_only {
+        /// `text` (the default) or `json`; the global `--log-format` flag
+        /// wins.
+        log_format: Option<LogFormat>,
+    }
+}
+
+/// A Go duration (`30s`, `1m30s`, `500ms`), as the apiserver's flags take
+/// them: parsed where it is given, so a bad one is refused with the flag
+/// or the file key that gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GoDuration(pub Duration);
+
+impl std::str::FromStr for GoDuration {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        crate::go::time::parse_duration(s)
+            .map(GoDuration)
+            .ok_or_else(|| format!("{s:?} is not a duration (like 30s, 5m)"))
+    }
+}
+
+impl<'de> Deserialize<'de> for GoDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Settings {
+    /// The flags given (`self`, environment variables included) over the
+    /// file's settings. A flag that says where the upstream is sets aside
+    /// the file's upstream and what went with it.
+    pub fn over_file(self, mut file: Settings) -> Result<Settings, ConfigError> {
+        if self.upstream.is_some() && self.kubeconfig.is_some() {
+            return Err(ConfigError::Invalid(
+                "give either --upstream or --kubeconfig, not both".into(),
+            ));
+        }
+        if self.upstream.is_some() {
+            file.kubeconfig = None;
+            (file.context, file.cluster, file.user) = (None, None, None);
+        }
+        if self.kubeconfig.is_some() {
+            file.upstream = None;
+            (file.token_file, file.ca_file) = (None, None);
+            (file.client_cert_file, file.client_key_file) = (None, None);
+        }
+        Ok(self.over(file))
+    }
 }
 
 /// What `kubecache serve` runs with, fully validated.
@@ -184,7 +351,7 @@ pub struct ServeConfig {
     pub edge: crate::cache::registry::EdgeConfig,
 }
 
-impl FileConfig {
+impl Settings {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let raw =
             std::fs::read(path).map_err(|e| ConfigError::Read(path.display().to_string(), e))?;
@@ -294,16 +461,10 @@ impl FileConfig {
             max_body_bytes: self.max_request_body_bytes.unwrap_or(d.max_body_bytes),
             max_connections: self.max_connections,
             max_bytes_in_flight: self.max_bytes_in_flight,
-            header_read_timeout: duration(
-                "request-header-timeout",
-                &self.request_header_timeout,
-                d.header_read_timeout,
-            )?,
-            idle_timeout: duration(
-                "connection-idle-timeout",
-                &self.connection_idle_timeout,
-                d.idle_timeout,
-            )?,
+            header_read_timeout: self
+                .request_header_timeout
+                .map_or(d.header_read_timeout, |v| v.0),
+            idle_timeout: self.connection_idle_timeout.map_or(d.idle_timeout, |v| v.0),
         };
         if limits.max_connections == Some(0)
             || limits.header_read_timeout.is_zero()
@@ -319,24 +480,16 @@ impl FileConfig {
         } else {
             Duration::from_secs(5)
         };
-        let shutdown_delay = duration(
-            "shutdown-delay-duration",
-            &self.shutdown_delay_duration,
-            delay_default,
-        )?;
+        let shutdown_delay = self.shutdown_delay_duration.map_or(delay_default, |v| v.0);
         let mut reflector = crate::reflector::ReflectorConfig::default();
-        let check = duration(
-            "consistency-check-interval",
-            &self.consistency_check_interval,
-            reflector.consistency_check.unwrap_or_default(),
-        )?;
+        let check = self
+            .consistency_check_interval
+            .map_or(reflector.consistency_check.unwrap_or_default(), |v| v.0);
         reflector.consistency_check = (!check.is_zero()).then_some(check);
         reflector.gzip = self.upstream_gzip.unwrap_or(true);
-        let idle = duration(
-            "cache-idle-timeout",
-            &self.cache_idle_timeout,
-            crate::cache::limits::DEFAULT_IDLE_AFTER,
-        )?;
+        let idle = self
+            .cache_idle_timeout
+            .map_or(crate::cache::limits::DEFAULT_IDLE_AFTER, |v| v.0);
         let cache = crate::cache::CacheLimits {
             max_type_bytes: self.max_type_cache_bytes,
             max_total_bytes: self.max_cache_bytes.or_else(|| {
@@ -371,11 +524,9 @@ impl FileConfig {
                 "historyCapacity must be at least 1".into(),
             ));
         }
-        let snapshot_every = duration(
-            "snapshot-interval",
-            &self.snapshot_interval,
-            DEFAULT_SNAPSHOT_INTERVAL,
-        )?;
+        let snapshot_every = self
+            .snapshot_interval
+            .map_or(DEFAULT_SNAPSHOT_INTERVAL, |v| v.0);
         if snapshot_every.is_zero() {
             return Err(ConfigError::Invalid(
                 "snapshotInterval must be above 0".into(),
@@ -419,21 +570,11 @@ impl FileConfig {
 /// after an outage's first half minute still has the state from before.
 const DEFAULT_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(30);
 
-/// A Go duration given as `--flag` (or its file key), or `default`.
-fn duration(flag: &str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
-    match v {
-        None => Ok(default),
-        Some(s) => crate::go::time::parse_duration(s).ok_or_else(|| {
-            ConfigError::Invalid(format!("--{flag} {s:?} is not a duration (like 30s, 5m)"))
-        }),
-    }
-}
-
 /// The auth mode for `listen` and its settings, checked as a whole: a
 /// mode that serves every client with kubecache's identity only where
 /// every client is this machine's; one that forwards each client's own
 /// credentials only to an upstream that checks them.
-impl FileConfig {
+impl Settings {
     fn auth(
         &self,
         listen: SocketAddr,
@@ -447,25 +588,18 @@ impl FileConfig {
             None if loopback => AuthMode::TrustLocal,
             None => AuthMode::Authorize,
         };
-        let ttl = duration;
         let d = AccessConfig::default();
         let access = AccessConfig {
             audiences: self.authentication_token_audiences.clone(),
-            token_ttl: ttl(
-                "authentication-token-webhook-cache-ttl",
-                &self.authentication_token_cache_ttl,
-                d.token_ttl,
-            )?,
-            allowed_ttl: ttl(
-                "authorization-webhook-cache-authorized-ttl",
-                &self.authorization_cache_authorized_ttl,
-                d.allowed_ttl,
-            )?,
-            denied_ttl: ttl(
-                "authorization-webhook-cache-unauthorized-ttl",
-                &self.authorization_cache_unauthorized_ttl,
-                d.denied_ttl,
-            )?,
+            token_ttl: self
+                .authentication_token_cache_ttl
+                .map_or(d.token_ttl, |v| v.0),
+            allowed_ttl: self
+                .authorization_cache_authorized_ttl
+                .map_or(d.allowed_ttl, |v| v.0),
+            denied_ttl: self
+                .authorization_cache_unauthorized_ttl
+                .map_or(d.denied_ttl, |v| v.0),
             max_entries: self.review_cache_entries.unwrap_or(d.max_entries),
             max_token_reviews_in_flight: match self.max_token_reviews_in_flight {
                 Some(0) => {
@@ -539,7 +673,7 @@ mod tests {
 
     #[test]
     fn a_plain_http_upstream_needs_no_credentials() {
-        let c = FileConfig {
+        let c = Settings {
             upstream: Some("http://127.0.0.1:8080".into()),
             ..Default::default()
         }
@@ -556,7 +690,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("garbage.pem"), "not PEM").unwrap();
         let with = |cert: Option<&str>, key: Option<&str>| {
-            FileConfig {
+            Settings {
                 upstream: Some("https://127.0.0.1:6443".into()),
                 client_cert_file: cert.map(|f| dir.join(f)),
                 client_key_file: key.map(|f| dir.join(f)),
@@ -574,27 +708,27 @@ mod tests {
 
     #[test]
     fn the_consistency_check_runs_every_five_minutes_unless_set_or_turned_off() {
-        let with = |v: Option<&str>| {
-            FileConfig {
+        let every = |v: Option<&str>| {
+            Settings {
                 upstream: Some("http://127.0.0.1:8080".into()),
-                consistency_check_interval: v.map(str::to_string),
+                consistency_check_interval: v.map(|v| v.parse().unwrap()),
                 ..Default::default()
             }
             .into_serve()
+            .unwrap()
+            .reflector
+            .consistency_check
         };
-        let every = |v| with(v).unwrap().reflector.consistency_check;
         assert_eq!(every(None), Some(Duration::from_secs(300)));
         assert_eq!(every(Some("90s")), Some(Duration::from_secs(90)));
         assert_eq!(every(Some("0s")), None);
-        let e = with(Some("often")).unwrap_err().to_string();
-        assert!(e.contains("--consistency-check-interval \"often\""), "{e}");
     }
 
     #[test]
     fn reflectors_ask_for_gzip_unless_told_not_to() {
         let gzip = |yaml: &str| {
-            let file: FileConfig = serde_saphyr::from_str(yaml).unwrap();
-            FileConfig {
+            let file: Settings = serde_saphyr::from_str(yaml).unwrap();
+            Settings {
                 upstream: Some("http://127.0.0.1:8080".into()),
                 ..file
             }
@@ -610,14 +744,14 @@ mod tests {
 
     #[test]
     fn cache_limits_come_from_the_file_or_their_defaults() {
-        let with = |f: FileConfig| {
-            FileConfig {
+        let with = |f: Settings| {
+            Settings {
                 upstream: Some("http://127.0.0.1:8080".into()),
                 ..f
             }
             .into_serve()
         };
-        let c = with(FileConfig::default()).unwrap().cache;
+        let c = with(Settings::default()).unwrap().cache;
         assert_eq!(c.idle_after, Some(Duration::from_secs(3600)));
         assert_eq!(c.max_type_bytes, None);
         let memory = crate::serve::limits::memory_limit();
@@ -626,10 +760,10 @@ mod tests {
             c.max_kept_bytes,
             memory.map_or(256 << 20, |m| (m / 16).max(16 << 20))
         );
-        let c = with(FileConfig {
+        let c = with(Settings {
             max_cache_bytes: Some(1 << 30),
             max_type_cache_bytes: Some(1 << 20),
-            cache_idle_timeout: Some("0s".into()),
+            cache_idle_timeout: Some("0s".parse().unwrap()),
             max_kept_body_bytes: Some(5 << 20),
             ..Default::default()
         })
@@ -644,24 +778,30 @@ mod tests {
             ),
             (Some(1 << 30), Some(1 << 20), None, 5 << 20)
         );
-        let e = with(FileConfig {
-            cache_idle_timeout: Some("later".into()),
-            ..Default::default()
-        })
-        .unwrap_err();
-        assert!(e.to_string().contains("--cache-idle-timeout"), "{e}");
+    }
+
+    #[test]
+    fn a_duration_that_is_not_one_is_refused_where_it_is_given() {
+        let e = "later".parse::<GoDuration>().unwrap_err();
+        assert_eq!(e, "\"later\" is not a duration (like 30s, 5m)");
+        assert_eq!("1m30s".parse(), Ok(GoDuration(Duration::from_secs(90))));
+        let e = serde_saphyr::from_str::<Settings>("cacheIdleTimeout: later\n").unwrap_err();
+        let e = one_line(&e);
+        assert!(e.contains("\"later\" is not a duration"), "{e}");
+        // A number is not a Go duration either (seconds are `30s`).
+        assert!(serde_saphyr::from_str::<Settings>("snapshotInterval: 30\n").is_err());
     }
 
     #[test]
     fn bad_values_are_named() {
-        let e = FileConfig {
+        let e = Settings {
             upstream: Some("ftp://x".into()),
             ..Default::default()
         }
         .into_serve()
         .unwrap_err();
         assert!(e.to_string().contains("ftp://x"));
-        let e = FileConfig {
+        let e = Settings {
             upstream: Some("http://x".into()),
             listen: Some("nowhere".into()),
             ..Default::default()
@@ -676,7 +816,7 @@ mod tests {
     #[test]
     fn every_client_is_served_as_kubecache_only_on_loopback() {
         let serve = |listen: &str, mode: Option<AuthMode>| {
-            FileConfig {
+            Settings {
                 upstream: Some("http://127.0.0.1:8080".into()),
                 listen: Some(listen.into()),
                 auth_mode: mode,
@@ -700,19 +840,19 @@ mod tests {
             let e = serve(listen, None).unwrap_err();
             assert!(e.contains("which the plain-http upstream"), "{e}");
         }
-        let file: FileConfig =
+        let file: Settings =
             serde_saphyr::from_str("authMode: trust-local\nallowExec: true\n").unwrap();
         assert_eq!(
             (file.auth_mode, file.allow_exec),
             (Some(AuthMode::TrustLocal), Some(true))
         );
-        assert!(serde_saphyr::from_str::<FileConfig>("authMode: none\n").is_err());
+        assert!(serde_saphyr::from_str::<Settings>("authMode: none\n").is_err());
     }
 
     #[test]
     fn authorize_mode_needs_an_https_upstream_and_tls_off_loopback_and_its_flags_need_it() {
         let serve = |yaml: &str| {
-            let mut file: FileConfig = serde_saphyr::from_str(yaml).unwrap();
+            let mut file: Settings = serde_saphyr::from_str(yaml).unwrap();
             file.upstream.get_or_insert("https://127.0.0.1:6443".into());
             file.into_serve().map(|c| c.auth).map_err(|e| e.to_string())
         };
@@ -746,14 +886,14 @@ mod tests {
         assert_eq!(tuned.access.max_token_reviews_in_flight, 3);
         let e = serve("authMode: authorize\nmaxTokenReviewsInFlight: 0\n").unwrap_err();
         assert!(e.contains("at least 1"), "{e}");
-        let e = serve("authMode: authorize\nauthorizationCacheAuthorizedTtl: 5\n").unwrap_err();
-        assert!(e.contains("is not a duration"), "{e}");
+        let e = serde_saphyr::from_str::<Settings>("authorizationCacheAuthorizedTtl: 5\n");
+        assert!(one_line(&e.unwrap_err()).contains("is not a duration"));
     }
 
     #[test]
     fn the_example_config_file_loads_and_validates() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/kubecache.yaml");
-        let c = FileConfig::load(&path).unwrap().into_serve().unwrap();
+        let c = Settings::load(&path).unwrap().into_serve().unwrap();
         assert_eq!(c.auth, AuthConfig::default());
         assert_eq!(c.listen.to_string(), "127.0.0.1:8001");
     }
@@ -782,14 +922,14 @@ mod tests {
             })
             .flat_map(|l| [l, "\n"])
             .collect();
-        let c: FileConfig = serde_saphyr::from_str(&uncommented).unwrap();
+        let c: Settings = serde_saphyr::from_str(&uncommented).unwrap();
         let c = c.into_serve().unwrap();
         assert_eq!(c.cache.max_kept_bytes, 268435456);
     }
 
     #[test]
     fn unknown_file_keys_are_rejected() {
-        let r: Result<FileConfig, _> = serde_saphyr::from_str("listen: x\nbogus: 1\n");
+        let r: Result<Settings, _> = serde_saphyr::from_str("listen: x\nbogus: 1\n");
         assert!(r.is_err());
     }
 }

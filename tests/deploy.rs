@@ -84,7 +84,7 @@ fn dry_run(yaml: &str) {
     assert!(ok, "dry run refused: {err}");
 }
 
-fn load_config(text: &str) -> kubecache::config::FileConfig {
+fn load_config(text: &str) -> kubecache::config::Settings {
     // One file per call: the tests run in parallel in one process.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -92,7 +92,7 @@ fn load_config(text: &str) -> kubecache::config::FileConfig {
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(format!("kubecache-{call}.yaml"));
     std::fs::write(&p, text).unwrap();
-    kubecache::config::FileConfig::load(&p).unwrap_or_else(|e| panic!("{e}"))
+    kubecache::config::Settings::load(&p).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -182,10 +182,7 @@ fn the_standalone_overlay_renders_loads_and_is_accepted() {
     let grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
         .as_u64()
         .unwrap();
-    let delay =
-        kubecache::go::time::parse_duration(cfg.shutdown_delay_duration.as_deref().unwrap())
-            .unwrap()
-            .as_secs();
+    let delay = cfg.shutdown_delay_duration.unwrap().0.as_secs();
     let drain = cfg.drain_seconds.unwrap();
     assert!(
         delay > 0 && grace > delay + drain,

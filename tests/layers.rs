@@ -723,3 +723,129 @@ fn the_simulator_uses_the_library_through_serving_never_serve_itself() {
         "// kubecache::serve::x\nfn f() { my_serve::g(); }"
     )));
 }
+
+/// `src` without its comments; string literals kept (a setting's flag is
+/// named in messages, and that counts).
+fn without_comments(src: &str) -> String {
+    let mut out = String::with_capacity(src.len());
+    let mut chars = src.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' => out.extend(chars.next()),
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '/' && chars.peek() == Some(&'/') {
+            while chars.peek().is_some_and(|&c| c != '\n') {
+                chars.next();
+            }
+        } else {
+            in_string = c == '"' && !out.ends_with('\'');
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Each setting of `config::Settings` (from its one declaration, the
+/// `settings!` block): its field, and its names as a user spells them —
+/// the flag, the environment variable and the file key.
+fn settings() -> Vec<(String, [String; 3])> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(root.join("src/config.rs")).unwrap();
+    let block = &src[src.find("settings! {").expect("the settings! block")..];
+    let block = &block[..block.find("\n}\n").unwrap()];
+    let mut long = None;
+    let mut out = Vec::new();
+    for line in block.lines().map(str::trim) {
+        if let Some(l) = line.split("arg(long = \"").nth(1) {
+            long = l.split('"').next().map(str::to_string);
+        }
+        let Some((field, _)) = line.split_once(": ") else {
+            continue;
+        };
+        if line.starts_with("//") || !field.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            continue;
+        }
+        let flag = long.take().unwrap_or_else(|| field.replace('_', "-"));
+        let env = format!("KUBECACHE_{}", flag.replace('-', "_").to_uppercase());
+        let mut key = String::new();
+        let mut upper = false;
+        for c in field.chars() {
+            match c {
+                '_' => upper = true,
+                c if upper => (key.push(c.to_ascii_uppercase()), upper = false).1,
+                c => key.push(c),
+            }
+        }
+        out.push((field.to_string(), [format!("--{flag}"), env, key]));
+    }
+    out
+}
+
+/// Whether `code` has `name` standing alone (not inside a longer name).
+fn spells(code: &str, name: &str) -> bool {
+    let part = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    code.match_indices(name).any(|(i, _)| {
+        !code[..i].chars().last().is_some_and(part)
+            && !code[i + name.len()..].chars().next().is_some_and(part)
+    })
+}
+
+#[test]
+fn each_setting_is_named_in_at_most_two_product_files() {
+    // Declared once (config.rs: type, help, flag, file key; the variable
+    // follows from the flag), so a setting's names appear there and in at
+    // most one other file of the product, e.g. a message naming the flag
+    // that would allow what was refused. A one-word file key (`listen`) is
+    // an ordinary word and not counted; its flag and variable are.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "cli/src", "sim/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let code: Vec<(String, String)> = files
+        .iter()
+        .map(|p| {
+            let name = p.strip_prefix(root).unwrap().display().to_string();
+            (name, without_comments(&std::fs::read_to_string(p).unwrap()))
+        })
+        .collect();
+    let settings = settings();
+    assert!(settings.len() > 40, "{settings:?}");
+    let mut over = Vec::new();
+    for (field, names) in &settings {
+        let counted = names.iter().filter(|n| n.as_str() != field.as_str());
+        let counted: Vec<&String> = counted.collect();
+        let in_files: Vec<&str> = code
+            .iter()
+            .filter(|(_, text)| counted.iter().any(|n| spells(text, n)))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if in_files.len() > 2 {
+            over.push(format!("{field}: {in_files:?}"));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "settings named in more than two files: {over:#?}"
+    );
+    // The checks see what they should.
+    let (_, names) = settings
+        .iter()
+        .find(|(f, _)| f == "client_cert_file")
+        .unwrap();
+    assert_eq!(
+        names,
+        &["--client-cert", "KUBECACHE_CLIENT_CERT", "clientCertFile"].map(String::from)
+    );
+    assert!(spells("\"needs --client-cert\"", "--client-cert"));
+    assert!(!spells("--client-cert-file", "--client-cert"));
+    assert_eq!(
+        without_comments("a // b\n\"c // d\" // e"),
+        "a \n\"c // d\" "
+    );
+}

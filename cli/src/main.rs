@@ -6,7 +6,7 @@
 mod commands;
 mod malloc;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use commands::probe::ProbeArgs;
 use commands::serve::ServeArgs;
 use commands::sim::{DemoArgs, SimArgs};
@@ -103,6 +103,11 @@ struct CompletionArgs {
     shell: String,
 }
 
+/// The command line: `Cli`'s, with `serve`'s environment variables.
+fn command_line() -> clap::Command {
+    Cli::command().mut_subcommand("serve", commands::serve::with_environment)
+}
+
 /// The log on stderr, as `format` says; colour only when stderr is a
 /// terminal and NO_COLOR is unset or empty (no-color.org).
 pub(crate) fn init_tracing(format: LogFormat) {
@@ -125,7 +130,10 @@ pub(crate) fn init_tracing(format: LogFormat) {
 fn main() -> ExitCode {
     // First, while this is the only thread (see the module).
     let arenas_limited = malloc::limit_arenas(malloc::ARENAS);
-    let cli = match Cli::try_parse() {
+    let cli = match command_line()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -168,7 +176,6 @@ fn run(
 ) -> Result<(), CliError> {
     match command {
         Command::Completion(args) => {
-            use clap::CommandFactory;
             let shell = match args.shell.as_str() {
                 "zsh" => clap_complete::Shell::Zsh,
                 "fish" => clap_complete::Shell::Fish,
@@ -176,7 +183,7 @@ fn run(
             };
             clap_complete::generate(
                 shell,
-                &mut Cli::command(),
+                &mut command_line(),
                 "kubecache",
                 &mut std::io::stdout(),
             );

@@ -25,16 +25,21 @@ fn help_settings() -> BTreeSet<(String, String)> {
         .unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
-    help.lines()
-        .filter_map(|l| {
-            let flag = l.trim_start().strip_prefix("--")?;
-            let flag = flag
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-                .next()?;
-            let env = l.split("[env: ").nth(1)?.split('=').next()?;
-            Some((flag.to_string(), env.to_string()))
-        })
-        .collect()
+    // `--flag <VALUE>`, then (on that line or one of the next) `[env: VAR=]`.
+    let mut flag = None;
+    let mut settings = BTreeSet::new();
+    for l in help.lines() {
+        if let Some(f) = l.trim_start().strip_prefix("--") {
+            let f = f.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+            flag = f.into_iter().next().map(str::to_string);
+        }
+        if let Some(env) = l.split("[env: ").nth(1).and_then(|e| e.split('=').next()) {
+            if let Some(f) = flag.take() {
+                settings.insert((f, env.to_string()));
+            }
+        }
+    }
+    settings
 }
 
 /// `(flag, environment variable)` of each row of the README's tables

@@ -43,11 +43,16 @@ use std::sync::Arc;
 /// How clients are authenticated and authorized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum AuthMode {
-    /// Every client is served with kubecache's identity; loopback only.
+    /// Every client served with kubecache's own identity, as kubectl
+    /// proxy does (loopback addresses only).
     #[default]
     TrustLocal,
-    /// Every client authenticated, every request authorized upstream.
+    /// Every client authenticated (its token reviewed upstream, or its
+    /// certificate), every cached read authorized upstream, everything
+    /// forwarded with the client's own identity (needs an https upstream,
+    /// and TLS off loopback).
     Authorize,
 }
 

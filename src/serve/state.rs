@@ -14,14 +14,16 @@ use std::sync::Arc;
 /// How consistent (RV-unset) reads are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ConsistentReads {
-    /// Answer them from the cache once it is proven to hold every write
-    /// committed before they arrived (`freshness`), else forward them.
+    /// Answered from the cache once it is proven to hold every write
+    /// committed before they arrived, else forwarded.
     #[default]
     Prove,
-    /// Forward them all.
+    /// Always forwarded.
     Forward,
-    /// Serve them from a synced cache: not linearizable (opt-in, dashboards).
+    /// Answered from a synced cache unproven: not linearizable (opt-in,
+    /// for dashboards).
     ServeStale,
 }
 

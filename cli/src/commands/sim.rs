@@ -4,7 +4,7 @@
 use super::serve::run_serve;
 use super::{listen, parse_addr, shutdown_signal};
 use crate::{init_tracing, runtime, CliError};
-use kubecache::config::{FileConfig, LogFormat};
+use kubecache::config::{LogFormat, Settings};
 use kubecache_sim::faults::FaultCommand;
 use kubecache_sim::{Personality, Sim, SimOptions};
 use std::net::SocketAddr;
@@ -195,7 +195,7 @@ async fn run_demo(
     tokio::spawn(kubecache_sim::run(sim, sim_listener, async {
         let _ = stop_rx.await;
     }));
-    let cfg = FileConfig {
+    let cfg = Settings {
         upstream: Some(format!("http://{sim_addr}")),
         listen: Some(listen_on.to_string()),
         eager: vec![
@@ -221,7 +221,7 @@ fn demo_guide(sim: SocketAddr, listen: SocketAddr) {
     let k = format!("kubectl --server http://{listen}");
     eprintln!(
         "kubecache demo: simulated apiserver on http://{sim}, kubecache on http://{listen}\n\
-         (consistentReads: prove: kubectl's lists are answered from the cache once it is proven to hold every\n\
+         (kubectl's lists are answered from the cache once it is proven to hold every\n\
          \x20write made before them: at once for a busy type, within a second or two for a quiet one)\n\
          answered from the cache:\n\
          \x20 {k} get pods -A\n\
