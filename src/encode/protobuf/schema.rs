@@ -483,10 +483,16 @@ mod tests {
             (exp.json, exp.card, exp.omitempty),
             ("expirationSeconds", Card::Optional, true)
         );
-        assert!(s
+        // But one: 1.36's ResourceHealth.message, whose Go form no 1.36
+        // source found says.
+        let unverified: Vec<(&str, &str)> = s
             .messages
             .iter()
-            .all(|m| m.fields.iter().all(|f| f.card != Card::Unverified)));
+            .flat_map(|m| m.fields.iter().map(move |f| (m, f)))
+            .filter(|(_, f)| f.card == Card::Unverified)
+            .map(|(m, f)| (m.name, f.json))
+            .collect();
+        assert_eq!(unverified, [("api/core/v1.ResourceHealth", "message")]);
         // A CRD schema's rules are keyed as its json tag spells them.
         let props = s
             .message("apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaProps")

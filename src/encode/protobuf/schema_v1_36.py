@@ -484,19 +484,7 @@ OPENAPI_NAMES = {"$ref": "ref_path"}
 # were read from Go sources older than 1.36.0's, and an object using a
 # field the schema lacks is refused, so forwarded): (message, field) the
 # schema has and v1_36 has not ("-"), or v1_36 has and the schema has not.
-OPENAPI_V1_36 = {
-    ("api/core/v1.PodSpec", "-workloadRef"),
-    ("api/core/v1.PodSpec", "scheduling_group"),
-    ("api/core/v1.PodStatus", "node_allocatable_resource_claim_statuses"),
-    ("api/core/v1.ResourceHealth", "message"),
-    ("api/resource/v1.Device", "node_allocatable_resource_mappings"),
-    ("api/resource/v1.DeviceAttribute", "bools"),
-    ("api/resource/v1.DeviceAttribute", "ints"),
-    ("api/resource/v1.DeviceAttribute", "strings"),
-    ("api/resource/v1.DeviceAttribute", "versions"),
-    ("api/storage/v1.CSIDriverSpec", "prevent_pod_scheduling_if_missing"),
-    ("apimachinery/pkg/apis/meta/v1.ListMeta", "shard_info"),
-}
+OPENAPI_V1_36: set = set()
 
 
 # Messages k8s-openapi names otherwise in a release: v1.21's and v1.22's
