@@ -31,7 +31,8 @@ pub struct TypeCache {
     eager: std::sync::atomic::AtomicBool,
     /// A built-in type's Table printer (or that it has none), found once
     /// for each release's printers (a slot per `Printers`).
-    builtin_printers: [std::sync::OnceLock<Option<Arc<Printer>>>; 9],
+    builtin_printers:
+        [std::sync::OnceLock<Option<Arc<Printer>>>; crate::encode::personality::Printers::COUNT],
     /// A custom resource's Table printer, kept while its CRD is unchanged.
     custom_printer: std::sync::Mutex<Option<Arc<Printer>>>,
     /// Finished list bodies of the newest snapshot.
@@ -279,21 +280,10 @@ impl TypeCache {
     /// A built-in type's Table printer as its codec's personality prints
     /// (or that it has none).
     pub(super) fn builtin_printer(&self) -> Option<Arc<Printer>> {
-        use crate::encode::personality::Printers;
         // Found once per release's printers, not per request: a Table
         // read would otherwise take the printers' global lock.
         let personality = self.codec().personality;
-        let slot = match personality.printers()? {
-            Printers::V1_20 => &self.builtin_printers[0],
-            Printers::V1_34 => &self.builtin_printers[1],
-            Printers::V1_35 => &self.builtin_printers[2],
-            Printers::V1_36 => &self.builtin_printers[3],
-            Printers::V1_33 => &self.builtin_printers[4],
-            Printers::V1_32 => &self.builtin_printers[5],
-            Printers::V1_31 => &self.builtin_printers[6],
-            Printers::V1_30 => &self.builtin_printers[7],
-            Printers::V1_29 => &self.builtin_printers[8],
-        };
+        let slot = &self.builtin_printers[personality.printers()?.index()];
         let gvr = &self.rt.gvr;
         slot.get_or_init(|| Printer::builtin(personality, &gvr.group, &gvr.version, &gvr.resource))
             .clone()

@@ -74,14 +74,17 @@ impl Personality {
     /// v1.31's but for a deleted pod in a terminal phase, still
     /// Terminating (#122038, 1.31); v1.29's are v1.30's without jobs'
     /// Status and cron jobs' Timezone columns, and with HPA targets not
-    /// naming their metric (all three 1.30's). Releases between v1.20 and
-    /// v1.29 changed printers one by one (pods' restarts in 1.22,
-    /// SchedulingGated in 1.26, sidecars in 1.28, …) and not every change
-    /// is dated yet: their Tables are the upstream's to print (`None`), as
-    /// older releases' are.
+    /// naming their metric (all three 1.30's); v1.28's are v1.29's without
+    /// PVs' and PVCs' VolumeAttributesClass column, and with flowcontrol at
+    /// v1beta3 and v1beta2 (both 1.29's changes). Releases between v1.20
+    /// and v1.28 changed printers one by one (pods' restarts in 1.22,
+    /// SchedulingGated in 1.26, …) and not every change is dated yet:
+    /// their Tables are the upstream's to print (`None`), as older
+    /// releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            28 => Some(Printers::V1_28),
             29 => Some(Printers::V1_29),
             30 => Some(Printers::V1_30),
             31 => Some(Printers::V1_31),
@@ -172,6 +175,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_28,
     V1_29,
     V1_30,
     V1_31,
@@ -183,11 +187,37 @@ pub enum Printers {
 }
 
 impl Printers {
+    /// Every release's printers, oldest first: what is kept per release
+    /// (a type's printer, a columns file) is kept in `[_; COUNT]`s
+    /// indexed by `index`.
+    pub const ALL: [Printers; 10] = [
+        Printers::V1_20,
+        Printers::V1_28,
+        Printers::V1_29,
+        Printers::V1_30,
+        Printers::V1_31,
+        Printers::V1_32,
+        Printers::V1_33,
+        Printers::V1_34,
+        Printers::V1_35,
+        Printers::V1_36,
+    ];
+    pub const COUNT: usize = Printers::ALL.len();
+
+    /// The position in `ALL`.
+    pub fn index(self) -> usize {
+        Printers::ALL
+            .iter()
+            .position(|&p| p == self)
+            .expect("every Printers is in ALL")
+    }
+
     /// The release's minor version, for the rules that changed in one:
     /// `printers.minor() <= 33` is "before 1.34's change".
     pub fn minor(self) -> u32 {
         match self {
             Printers::V1_20 => 20,
+            Printers::V1_28 => 28,
             Printers::V1_29 => 29,
             Printers::V1_30 => 30,
             Printers::V1_31 => 31,
@@ -270,9 +300,10 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_29_to_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_28_to_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 28).0.printers(), Some(Printers::V1_28));
         assert_eq!(Personality::of(1, 29).0.printers(), Some(Printers::V1_29));
         assert_eq!(Personality::of(1, 30).0.printers(), Some(Printers::V1_30));
         assert_eq!(Personality::of(1, 31).0.printers(), Some(Printers::V1_31));
@@ -280,7 +311,7 @@ mod tests {
         assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
         assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
         assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 27, 28] {
+        for minor in [21, 22, 26, 27] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

@@ -25,7 +25,7 @@ use crate::go::json::string as go_string;
 use bytes::Bytes;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
-use std::sync::LazyLock;
+use std::sync::OnceLock;
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct Column {
@@ -78,54 +78,27 @@ struct File {
     default: HashSet<String>,
 }
 
-static V1_20: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
-});
+/// Each release's columns file, in `Printers::ALL`'s order.
+const FILES: [&str; Printers::COUNT] = [
+    include_str!("columns.json"),
+    include_str!("columns_v1_28.json"),
+    include_str!("columns_v1_29.json"),
+    include_str!("columns_v1_30.json"),
+    include_str!("columns_v1_31.json"),
+    include_str!("columns_v1_32.json"),
+    include_str!("columns_v1_33.json"),
+    include_str!("columns_v1_34.json"),
+    include_str!("columns_v1_35.json"),
+    include_str!("columns_v1_36.json"),
+];
 
-static V1_29: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns_v1_29.json")).expect("columns_v1_29.json is valid")
-});
-
-static V1_30: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns_v1_30.json")).expect("columns_v1_30.json is valid")
-});
-
-static V1_31: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns_v1_31.json")).expect("columns_v1_31.json is valid")
-});
-
-static V1_32: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns_v1_32.json")).expect("columns_v1_32.json is valid")
-});
-
-static V1_33: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns_v1_33.json")).expect("columns_v1_33.json is valid")
-});
-
-static V1_34: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns_v1_34.json")).expect("columns_v1_34.json is valid")
-});
-
-static V1_35: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns_v1_35.json")).expect("columns_v1_35.json is valid")
-});
-
-static V1_36: LazyLock<File> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("columns_v1_36.json")).expect("columns_v1_36.json is valid")
-});
+static PARSED: [OnceLock<File>; Printers::COUNT] = [const { OnceLock::new() }; Printers::COUNT];
 
 fn file(printers: Printers) -> &'static File {
-    match printers {
-        Printers::V1_20 => &V1_20,
-        Printers::V1_29 => &V1_29,
-        Printers::V1_30 => &V1_30,
-        Printers::V1_31 => &V1_31,
-        Printers::V1_32 => &V1_32,
-        Printers::V1_33 => &V1_33,
-        Printers::V1_34 => &V1_34,
-        Printers::V1_35 => &V1_35,
-        Printers::V1_36 => &V1_36,
-    }
+    let i = printers.index();
+    PARSED[i].get_or_init(|| {
+        serde_json::from_str(FILES[i]).unwrap_or_else(|e| panic!("{printers:?}'s columns: {e}"))
+    })
 }
 
 /// A printer's columns for `group/version/resource` as `printers` has
@@ -589,6 +562,66 @@ mod tests {
         }
         // PV/PVC with VolumeAttributesClass (its API is 1.29's).
         assert!(names(v1_29, "/v1/persistentvolumes").contains(&"VolumeAttributesClass".into()));
+    }
+
+    #[test]
+    fn v1_28_has_v1_29s_columns_but_volume_attributes_classes_and_flowcontrol_at_its_betas() {
+        let (v1_28, v1_29) = (Printers::V1_28, Printers::V1_29);
+        let names = |p: Printers, gvr: &str| -> Vec<String> {
+            printed(p, gvr)
+                .unwrap()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        let flowcontrol = "flowcontrol.apiserver.k8s.io/";
+        for gvr in printed_resources(v1_29) {
+            if let Some(kind) = gvr
+                .strip_prefix(flowcontrol)
+                .and_then(|g| g.strip_prefix("v1/"))
+            {
+                // At v1beta3 and v1beta2, with the same names (#121089).
+                assert!(printed(v1_28, gvr).is_none(), "{gvr}");
+                for version in ["v1beta2", "v1beta3"] {
+                    let at = format!("{flowcontrol}{version}/{kind}");
+                    assert_eq!(names(v1_28, &at), names(v1_29, gvr), "{at}");
+                }
+                continue;
+            }
+            let (old, new) = (names(v1_28, gvr), names(v1_29, gvr));
+            if gvr == "/v1/persistentvolumes" || gvr == "/v1/persistentvolumeclaims" {
+                let without: Vec<String> = new
+                    .iter()
+                    .filter(|n| *n != "VolumeAttributesClass")
+                    .cloned()
+                    .collect();
+                assert_eq!(old, without, "only VolumeAttributesClass (#121104)");
+            } else {
+                assert_eq!(old, new, "{gvr}");
+            }
+        }
+        // Described from v1beta3's docs, which 1.28's printers.go reads.
+        let shares = |p, gvr| printed(p, gvr).unwrap()[2].description.clone();
+        let levels = "prioritylevelconfigurations";
+        assert!(shares(v1_28, &format!("{flowcontrol}v1beta3/{levels}"))
+            .starts_with("`nominalConcurrencyShares`"));
+    }
+
+    #[test]
+    fn the_files_are_in_the_order_of_printers_all() {
+        // Each derived file says which release's docs describe it.
+        for p in Printers::ALL {
+            let v: serde_json::Value = serde_json::from_str(FILES[p.index()]).unwrap();
+            let minor = p.minor();
+            match minor {
+                20 => assert!(v.get("sources").is_none()),
+                36 => assert!(v["printed"]["/v1/pods"].is_array()),
+                _ => {
+                    let docs = v["sources"]["descriptions"].as_str().unwrap();
+                    assert!(docs.contains(&format!("src/v1_{minor}:")), "{p:?}: {docs}");
+                }
+            }
+        }
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

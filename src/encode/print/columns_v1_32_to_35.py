@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json … columns_v1_29.json: Table column
-definitions as kube-apiserver v1.35 to v1.29 serve them, for the printers
+"""Regenerates columns_v1_35.json … columns_v1_28.json: Table column
+definitions as kube-apiserver v1.35 to v1.28 serve them, for the printers
 whose every column can be derived. Usage, from the repository's root:
 
     src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
@@ -10,6 +10,7 @@ whose every column can be derived. Usage, from the repository's root:
     src/encode/print/columns_v1_32_to_35.py 31 > src/encode/print/columns_v1_31.json
     src/encode/print/columns_v1_32_to_35.py 30 > src/encode/print/columns_v1_30.json
     src/encode/print/columns_v1_32_to_35.py 29 > src/encode/print/columns_v1_29.json
+    src/encode/print/columns_v1_32_to_35.py 28 > src/encode/print/columns_v1_28.json
     src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
@@ -146,6 +147,26 @@ in 1.29, #121104, merged at 1.29's code freeze, release note NONE) has;
 no PR adding the column apart from it was found. Descriptions are
 k8s-openapi 0.24.0's v1_29.
 
+v1.28 (no recording either) is v1.29 less what 1.29 changed. Two copies
+on release-1.28 agree: yylt/kubernetes@7ca6f88a (a fork whose
+kube_features.go has SidecarContainers "alpha: v1.28" and no 1.29 gate;
+its pod printer locally reverted to an integer Restarts, not used) and
+yangsoon/apiserver@68d65c56 (k8s.io/* pinned at v0.28.6; its printPod
+line for line that of aojea/kubernetes@5c75e9e9, a later working copy
+read whole against iscas-fork's c6446be5). 1.28's printPod is 1.29's
+(the sidecar counting of #116429, the restarts guard, the Initialized
+condition). Against 1.29 it lacks: PVs' and PVCs' VolumeAttributesClass
+column (#121104, 1.29; V1_28_COLUMNS, the rows likewise), flowcontrol v1
+(#121089, 1.29): its flow schemas and priority levels are served at
+v1beta3 and v1beta2, printed with v1beta3's docs (V1_28_FLOWCONTROL: the
+v1 printers' columns, their descriptions v1beta3's; a v1beta2 priority
+level's shares are its assuredConcurrencyShares, as the conversion to the
+internal type makes them), and the alpha ServiceCIDR and
+VolumeAttributesClass printers (not served by default). It has the
+alpha ClusterCIDR printer (networking v1alpha1, removed by #121229 in
+1.29; not served by default, so not printed here). Descriptions are
+k8s-openapi 0.24.0's v1_28.
+
 The served twins' texts (TWINS) are checked the same in each release's
 docs as in v1.32's, the release whose extensions/v1beta1 and batch/v1beta1
 texts were read from a copy of those types.
@@ -180,10 +201,10 @@ DOCS = {}
 def openapi_root(minor):
     """src/v1_<minor> of the k8s-openapi crate holding that release's
     docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.30
-    to 1.32, 0.24.0 for 1.29."""
-    if minor == 29:
+    to 1.32, 0.24.0 for 1.28 and 1.29."""
+    if minor <= 29:
         crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_24)
-        return os.path.join(crate, "src", "v1_29")
+        return os.path.join(crate, "src", f"v1_{minor}")
     if minor <= 32:
         crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_25)
         return os.path.join(crate, "src", f"v1_{minor}")
@@ -399,6 +420,27 @@ V1_29_COLUMNS = {
     "batch/v1/cronjobs": ["Name", "Schedule", "Suspend", "Active", "Last Schedule", "Age",
                           "Containers", "Images", "Selector"],
 }
+# What 1.29 changed, undone for 1.28: PVs' and PVCs' VolumeAttributesClass.
+V1_28_COLUMNS = {
+    "/v1/persistentvolumes": ["Name", "Capacity", "Access Modes", "Reclaim Policy", "Status",
+                              "Claim", "StorageClass", "Reason", "Age", "VolumeMode"],
+    "/v1/persistentvolumeclaims": ["Name", "Status", "Volume", "Capacity", "Access Modes",
+                                   "StorageClass", "Age", "VolumeMode"],
+}
+# And flowcontrol v1 (#121089): 1.28 serves the v1 printers' types at these
+# versions, its printers.go describing them from v1beta3's docs.
+V1_28_FLOWCONTROL = ("v1beta2", "v1beta3")
+FLOWCONTROL_V1 = "flowcontrol.apiserver.k8s.io/v1/"
+
+
+def at_version(spec, old, new):
+    """A column's source with its definitions' prefix `old` read as `new`."""
+    if spec[0] != "doc":
+        return spec
+    return (spec[0], tuple((new + d[len(old):] if d.startswith(old) else d, f)
+                           for d, f in spec[1]))
+
+
 # What 1.32 changed, undone for 1.31: priority classes' PreemptionPolicy.
 V1_31_COLUMNS = {
     "scheduling.k8s.io/v1/priorityclasses": ["Name", "Value", "Global-Default", "Age"],
@@ -426,6 +468,40 @@ V1_34_LEFT_OUT = {
 }
 
 
+# The printers.go copies each release's printers were read from, and the
+# changes dated between them: (the newest release they apply to, ...),
+# newest first. A release's columns name every one that applies to it
+# (the copies oldest first).
+PRINTERS_GO_COPIES = [
+    (34, "printers.go before v1.34.0", "mortent/kubernetes",
+     "1baf7abec4d3aa499168d83dee8ef797eaee8050"),
+    (33, "printers.go after v1.32's", "yongruilin/kubernetes",
+     "144a7980762c245f12c2a7b457c8aaef18496071"),
+    (32, "printers.go of v1.32", "Goend/kubernetes",
+     "247a91cd (its pod printer locally edited: pods as 1.33's)"),
+    (31, "printers.go of v1.31", "stlaz/kubernetes", "fa39e2a1eabdc0a127192526a457a10091e6a0da"),
+    (30, "printers.go of v1.30", "ivanvc/kubernetes",
+     "16caa9ec (1.30 development, before its code freeze)"),
+    (29, "printers.go of v1.29", "iscas-fork/kubernetes", "c6446be5 (its own import aliases aside)"),
+    (28, "printers.go of v1.28", "yylt/kubernetes",
+     "7ca6f88a (release-1.28; its pod printer locally reverted, pods as yangsoon/apiserver"
+     "@68d65c56, k8s.io/* v0.28.6, and aojea/kubernetes@5c75e9e9 print them)"),
+]
+CHANGES_DATED = [
+    (34, "CHANGELOG-1.35 (v1.35.0-alpha.1: #117160, service accounts' Secrets column removed), "
+         "CHANGELOG-1.34 (v1.34.0-beta.0: #132832, jobs' SuccessCriteriaMet)"),
+    (33, "CHANGELOG-1.33 (v1.33.0: #130447, #128499, #129970), "
+         "CHANGELOG-1.34 (v1.34.0: #132706 resource.k8s.io/v1, #131549 storage v1 VolumeAttributesClass)"),
+    (32, "#129419 (resource quotas' Age last, opened after v1.32.0), "
+         "CHANGELOG-1.33 (networking.k8s.io/v1 IP addresses and service CIDRs)"),
+    (31, "CHANGELOG-1.32 (#126529, priority classes' PreemptionPolicy)"),
+    (30, "CHANGELOG-1.31 (#122038, a finished pod never Terminating)"),
+    (29, "CHANGELOG-1.30 (#123226 jobs' Status, #122231 cron jobs' Timezone, "
+         "#122804 HPA targets naming their metric)"),
+    (28, "CHANGELOG-1.29 (#121104 PVs' and PVCs' VolumeAttributesClass, #121089 flowcontrol v1)"),
+]
+
+
 def build(minor):
     check_twins(minor)
     v1_36 = json.load(open(os.path.join(HERE, "columns_v1_36.json")))
@@ -449,7 +525,8 @@ def build(minor):
             continue
         if gvr in OLD_API_DOCS:
             src = {**src, **old_api_sources(gvr, cols, minor)}
-        for since, columns in ((32, V1_32_COLUMNS), (31, V1_31_COLUMNS), (29, V1_29_COLUMNS)):
+        for since, columns in ((32, V1_32_COLUMNS), (31, V1_31_COLUMNS), (29, V1_29_COLUMNS),
+                               (28, V1_28_COLUMNS)):
             if minor <= since and gvr in columns:
                 by_name = {c["name"]: c for c in cols}
                 cols = [by_name[n] for n in columns[gvr]]
@@ -457,73 +534,28 @@ def build(minor):
         if missing:
             left_out[gvr] = f"no 1.{minor} source for {', '.join(missing)}"
             continue
+        if minor <= 28 and gvr.startswith(FLOWCONTROL_V1):
+            src = {n: at_version(d, derived.FLOW, "io.k8s.api.flowcontrol.v1beta3.")
+                   for n, d in src.items()}
+            for version in V1_28_FLOWCONTROL:
+                at = gvr.replace("/v1/", f"/{version}/")
+                printed[at] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
+            continue
         printed[gvr] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
     meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
     sources_ = {
         "columns": "columns_v1_36.json (v1.36's printers: their columns did not change in 1.36)",
         "printers.go": derived.PRINTERS_GO,
-        "descriptions": f"k8s-openapi {'0.24.0' if minor == 29 else '0.25.0' if minor <= 32 else '0.29.0'} (crates.io), "
+        "descriptions": f"k8s-openapi {'0.24.0' if minor <= 29 else '0.25.0' if minor <= 32 else '0.29.0'} (crates.io), "
                         f"src/v1_{minor}: Kubernetes 1.{minor}'s OpenAPI descriptions",
     }
-    if minor == 29:
-        sources_["printers.go of v1.29"] = {
-            "repo": "iscas-fork/kubernetes",
-            "path": "pkg/printers/internalversion/printers.go",
-            "commit": "c6446be5 (its own import aliases aside)",
-        }
-    if minor <= 30:
-        sources_["printers.go of v1.30"] = {
-            "repo": "ivanvc/kubernetes",
-            "path": "pkg/printers/internalversion/printers.go",
-            "commit": "16caa9ec (1.30 development, before its code freeze)",
-        }
-    if minor <= 31:
-        sources_["printers.go of v1.31"] = {
-            "repo": "stlaz/kubernetes",
-            "path": "pkg/printers/internalversion/printers.go",
-            "commit": "fa39e2a1eabdc0a127192526a457a10091e6a0da",
-        }
-    if minor <= 32:
-        sources_["printers.go of v1.32"] = {
-            "repo": "Goend/kubernetes",
-            "path": "pkg/printers/internalversion/printers.go",
-            "commit": "247a91cd (its pod printer locally edited: pods as 1.33's)",
-        }
-    if minor <= 33:
-        sources_["printers.go after v1.32's"] = {
-            "repo": "yongruilin/kubernetes",
-            "path": "pkg/printers/internalversion/printers.go",
-            "commit": "144a7980762c245f12c2a7b457c8aaef18496071",
-        }
-    if minor <= 34:
-        sources_["printers.go before v1.34.0"] = {
-            "repo": "mortent/kubernetes",
-            "path": "pkg/printers/internalversion/printers.go",
-            "commit": "1baf7abec4d3aa499168d83dee8ef797eaee8050",
-        }
-        sources_["changes dated"] = (
-            "CHANGELOG-1.35 (v1.35.0-alpha.1: #117160, service accounts' Secrets column removed), "
-            "CHANGELOG-1.34 (v1.34.0-beta.0: #132832, jobs' SuccessCriteriaMet)"
-        )
-    if minor <= 33:
-        sources_["changes dated"] += (
-            "; CHANGELOG-1.33 (v1.33.0: #130447, #128499, #129970), "
-            "CHANGELOG-1.34 (v1.34.0: #132706 resource.k8s.io/v1, #131549 storage v1 VolumeAttributesClass)"
-        )
-    if minor <= 32:
-        sources_["changes dated"] += (
-            "; #129419 (resource quotas' Age last, opened after v1.32.0), "
-            "CHANGELOG-1.33 (networking.k8s.io/v1 IP addresses and service CIDRs)"
-        )
-    if minor <= 31:
-        sources_["changes dated"] += "; CHANGELOG-1.32 (#126529, priority classes' PreemptionPolicy)"
-    if minor <= 30:
-        sources_["changes dated"] += "; CHANGELOG-1.31 (#122038, a finished pod never Terminating)"
-    if minor == 29:
-        sources_["changes dated"] += (
-            "; CHANGELOG-1.30 (#123226 jobs' Status, #122231 cron jobs' Timezone, "
-            "#122804 HPA targets naming their metric)"
-        )
+    for newest, key, repo, commit in reversed(PRINTERS_GO_COPIES):
+        if minor <= newest:
+            sources_[key] = {
+                "repo": repo, "path": "pkg/printers/internalversion/printers.go", "commit": commit}
+    dated = [text for newest, text in CHANGES_DATED if minor <= newest]
+    if dated:
+        sources_["changes dated"] = "; ".join(dated)
     sources_["descriptions from API versions the release does not serve"] = (
         "extensions/v1beta1, batch/v1beta1, autoscaling/v2beta1, discovery/v1beta1 and "
         "rbac/v1beta1, read by printers.go until kubernetes/kubernetes#136100 (1.36): "
@@ -542,14 +574,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in (29, 30, 31, 32, 33, 34, 35):
+        for minor in (28, 29, 30, 31, 32, 33, 34, 35):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in (["29"], ["30"], ["31"], ["32"], ["33"], ["34"], ["35"]):
-        raise SystemExit("usage: columns_v1_32_to_35.py 29|30|31|32|33|34|35|--check")
+    if ARGS not in ([str(m)] for m in range(28, 36)):
+        raise SystemExit("usage: columns_v1_32_to_35.py 28|29|…|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

@@ -21,13 +21,22 @@ pub fn lookup(group: &str, version: &str, resource: &str) -> Option<RowFn> {
 }
 
 /// v1.36's printers of the flowcontrol.apiserver.k8s.io/v1 types (the only
-/// version it serves): flow schemas print as v1.20 printed them, priority
-/// levels show `nominalConcurrencyShares` where v1.20 showed
-/// `assuredConcurrencyShares` (renamed in v1beta3, kubernetes 1.26).
+/// version it serves), and v1.28's of v1beta3 and v1beta2 (v1 is 1.29's,
+/// kubernetes#121089): flow schemas print as v1.20 printed them, priority
+/// levels show the internal type's `nominalConcurrencyShares` where v1.20
+/// showed `assuredConcurrencyShares` (renamed in v1beta3, kubernetes 1.26):
+/// a v1beta2 object's `assuredConcurrencyShares`, which its conversion
+/// makes the internal `nominalConcurrencyShares`. (Which versions print is
+/// each release's columns' to say: 1.29 to 1.31 serve v1beta3 too, with
+/// their printers describing v1's fields, and have no v1beta3 columns, so
+/// those Tables go upstream.)
 pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
     Some(match (group, version, resource) {
-        (FLOWCONTROL, "v1", "flowschemas") => flow_schema,
-        (FLOWCONTROL, "v1", "prioritylevelconfigurations") => priority_level_configuration_v1_36,
+        (FLOWCONTROL, "v1" | "v1beta3" | "v1beta2", "flowschemas") => flow_schema,
+        (FLOWCONTROL, "v1" | "v1beta3", "prioritylevelconfigurations") => {
+            priority_level_configuration_v1_36
+        }
+        (FLOWCONTROL, "v1beta2", "prioritylevelconfigurations") => priority_level_configuration,
         _ => return None,
     })
 }
@@ -37,7 +46,7 @@ pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn>
 /// precedence, then by name.
 pub fn list_order(group: &str, version: &str, resource: &str) -> Option<fn(&Value) -> i64> {
     match (group, version, resource) {
-        (FLOWCONTROL, "v1beta1" | "v1", "flowschemas") => {
+        (FLOWCONTROL, "v1beta1" | "v1beta2" | "v1beta3" | "v1", "flowschemas") => {
             Some(|f| int(f, &["spec", "matchingPrecedence"]))
         }
         _ => None,
@@ -356,6 +365,34 @@ mod tests {
         let p = Printer::builtin(v1_36, fs.0, fs.1, fs.2).unwrap();
         let key = p.list_order().unwrap();
         assert_eq!(key(&json!({"spec": {"matchingPrecedence": 800}})), 800);
+    }
+
+    #[test]
+    fn v1_28_prints_flowcontrol_at_v1beta3_and_v1beta2_a_v1beta2_levels_assured_shares() {
+        // 1.28 serves no flowcontrol v1 (#121089 is 1.29's); its printers
+        // print the internal type, whose nominalConcurrencyShares a
+        // v1beta2 object's assuredConcurrencyShares converts to.
+        let v1_28 = Personality::of(1, 28).0;
+        let level = |version| (super::FLOWCONTROL, version, "prioritylevelconfigurations");
+        let limited = |shares: &str| {
+            format!(
+                r#"{{"spec":{{"type":"Limited","limited":{{{shares},"limitResponse":{{"type":"Queue","queuing":{{"queues":64,"handSize":6,"queueLengthLimit":50}}}}}}}},"status":{{}}}}"#
+            )
+        };
+        let cells = r#""cells":["workload-low","Limited",100,64,6,50,"60m"]"#;
+        let beta3 = limited(r#""nominalConcurrencyShares":100"#);
+        check_as(v1_28, level("v1beta3"), obj("workload-low", &beta3), cells);
+        let beta2 = limited(r#""assuredConcurrencyShares":100"#);
+        check_as(v1_28, level("v1beta2"), obj("workload-low", &beta2), cells);
+        for version in ["v1beta2", "v1beta3"] {
+            let fs = (super::FLOWCONTROL, version, "flowschemas");
+            let p = Printer::builtin(v1_28, fs.0, fs.1, fs.2).unwrap();
+            assert!(p.list_order().is_some(), "{version}");
+        }
+        // Not v1, which 1.28 does not serve; and 1.29 prints v1 only.
+        assert!(Printer::builtin(v1_28, super::FLOWCONTROL, "v1", "flowschemas").is_none());
+        let v1_29 = Personality::of(1, 29).0;
+        assert!(Printer::builtin(v1_29, super::FLOWCONTROL, "v1beta3", "flowschemas").is_none());
     }
 
     #[test]

@@ -70,7 +70,7 @@ fn row_fn_for(printers: Printers, group: &str, version: &str, resource: &str) ->
         core::lookup_since_v1_34(printers, group, version, resource)
             .or_else(|| cluster::lookup_since_v1_34(printers, group, version, resource))
             .or_else(|| workloads::lookup_since_v1_33(printers, group, version, resource))
-            .or_else(|| storage::lookup_v1_36(group, version, resource))
+            .or_else(|| storage::lookup_since_v1_28(printers, group, version, resource))
             .or_else(|| policy::lookup_since_v1_32(printers, group, version, resource))
             .or_else(|| autoscaling::lookup_since_v1_29(printers, group, version, resource))
             .or_else(|| network::lookup_v1_36(group, version, resource))
@@ -101,20 +101,14 @@ type Builtins = HashMap<(Printers, String), Option<Arc<Printer>>>;
 
 static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 
-/// The id of built-in printers: rows printed as v1.20 prints them, as
-/// v1.29 to v1.36 do (kept on entries apart). Custom resources'
-/// printers take their CRD's resourceVersion, which is never this large.
+/// The id of built-in printers: rows printed as v1.20 prints them (0),
+/// as v1.28 to v1.36 do (the largest ids, v1.36's `u64::MAX`), kept on
+/// entries apart. Custom resources' printers take their CRD's
+/// resourceVersion, which is never this large.
 fn builtin_id(printers: Printers) -> u64 {
     match printers {
         Printers::V1_20 => 0,
-        Printers::V1_29 => u64::MAX - 7,
-        Printers::V1_30 => u64::MAX - 6,
-        Printers::V1_31 => u64::MAX - 5,
-        Printers::V1_32 => u64::MAX - 4,
-        Printers::V1_33 => u64::MAX - 3,
-        Printers::V1_34 => u64::MAX - 2,
-        Printers::V1_35 => u64::MAX - 1,
-        Printers::V1_36 => u64::MAX,
+        p => u64::MAX - (Printers::COUNT - 1 - p.index()) as u64,
     }
 }
 
@@ -373,8 +367,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn releases_between_v1_20_and_v1_29_leave_their_tables_to_the_upstream() {
-        for minor in [21, 27, 28] {
+    fn releases_between_v1_20_and_v1_28_leave_their_tables_to_the_upstream() {
+        for minor in [21, 26, 27] {
             let p = Personality::of(1, minor).0;
             assert!(Printer::builtin(p, "", "v1", "pods").is_none(), "1.{minor}");
             assert!(Printer::custom(p, 1, &[]).is_none(), "1.{minor}");
@@ -391,10 +385,18 @@ mod tests {
                 .unwrap()
                 .id()
         };
-        let ids = [v1_20.id(), v1_35.id(), v1_36.id(), of(33), of(34)];
+        let ids = [
+            v1_20.id(),
+            v1_35.id(),
+            v1_36.id(),
+            of(33),
+            of(34),
+            of(28),
+            of(29),
+        ];
         assert_eq!(
             ids.iter().collect::<std::collections::HashSet<_>>().len(),
-            5
+            7
         );
         assert!(ids[1..].iter().all(|id| *id > u64::from(u32::MAX)));
         assert_ne!(v1_20.columns(), v1_36.columns());
@@ -404,10 +406,11 @@ mod tests {
     }
 
     #[test]
-    fn v1_29_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
+    fn v1_28_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
         // (v1.20's column file, regenerated from a v1.20 apiserver, also
         // holds printers kubecache has no port of: see below.)
         for (personality, printers) in [
+            (Personality::of(1, 28).0, Printers::V1_28),
             (Personality::of(1, 29).0, Printers::V1_29),
             (Personality::of(1, 30).0, Printers::V1_30),
             (Personality::of(1, 31).0, Printers::V1_31),

@@ -3,6 +3,7 @@
 //! capacities and volume attributes classes.
 
 use super::fields::{arr, at, count, created, flag, name, s, RowFn};
+use crate::encode::personality::Printers;
 use crate::encode::print::row::RowBuilder;
 use serde_json::Value;
 
@@ -75,15 +76,22 @@ fn volume_mode(v: &Value) -> &str {
     opt_str(v, &["spec", "volumeMode"]).unwrap_or("<unset>")
 }
 
-/// v1.36's printers where they differ from v1.20's: a VolumeAttributesClass
-/// column after StorageClass (kubernetes 1.29), CSI drivers' storage
-/// capacity, token requests and republishing (their gates on by default
-/// from 1.21), and the printers of types v1.20 did not serve. Volume
-/// attachments and CSI nodes print as v1.20 printed them.
-pub fn lookup_v1_36(group: &str, version: &str, resource: &str) -> Option<RowFn> {
+/// v1.36's printers where they differ from v1.20's, as `printers`' release
+/// has them: a VolumeAttributesClass column after StorageClass (from 1.29,
+/// kubernetes#121104; v1.28 prints volumes and claims as v1.20), CSI
+/// drivers' storage capacity, token requests and republishing (their gates
+/// on by default from 1.21), and the printers of types v1.20 did not
+/// serve. Volume attachments and CSI nodes print as v1.20 printed them.
+pub fn lookup_since_v1_28(
+    printers: Printers,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> Option<RowFn> {
+    let attributes_class = printers.minor() >= 29;
     Some(match (group, version, resource) {
-        ("", "v1", "persistentvolumes") => persistent_volume_v1_36,
-        ("", "v1", "persistentvolumeclaims") => persistent_volume_claim_v1_36,
+        ("", "v1", "persistentvolumes") if attributes_class => persistent_volume_v1_36,
+        ("", "v1", "persistentvolumeclaims") if attributes_class => persistent_volume_claim_v1_36,
         ("storage.k8s.io", "v1", "csidrivers") => csi_driver_v1_36,
         ("storage.k8s.io", "v1", "csistoragecapacities") => csi_storage_capacity,
         ("storage.k8s.io", "v1", "volumeattributesclasses") => volume_attributes_class_row,
@@ -527,8 +535,21 @@ mod tests {
                 "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}}),
         );
         assert_eq!(
-            cells_as(v1_36, PVCS, pvc, NOW),
+            cells_as(v1_36, PVCS, pvc.clone(), NOW),
             r#""cells":["c","Bound","a","1Gi","RWO","fast","\u003cunset\u003e","60s","Block"]"#
+        );
+        // v1.28 has neither the column nor the cell (#121104 is 1.29's).
+        let v1_28 = Personality::of(1, 28).0;
+        for gvr in [PVS, PVCS] {
+            assert_eq!(column_count_as(v1_28, gvr), column_count_as(v1_36, gvr) - 1);
+        }
+        assert_eq!(
+            cells_as(v1_28, PVS, pv(json!("gold")), NOW),
+            r#""cells":["a","1Gi","RWO","Retain","Available","","fast","","60s","Filesystem"]"#
+        );
+        assert_eq!(
+            cells_as(v1_28, PVCS, pvc, NOW),
+            r#""cells":["c","Bound","a","1Gi","RWO","fast","60s","Block"]"#
         );
     }
 
