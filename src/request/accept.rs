@@ -283,6 +283,14 @@ impl Accept {
         self.text.as_deref()
     }
 
+    /// Whether it names `application/json` and not `text/html`: a page
+    /// kubecache serves in both (its status page) is JSON for such a
+    /// client and HTML for a browser, whose Accept names HTML.
+    pub fn names_json_not_html(&self) -> bool {
+        let text = self.text().unwrap_or("");
+        text.contains("application/json") && !text.contains("text/html")
+    }
+
     /// Whether a header came that is not text: nothing here can judge it
     /// as the apiserver would, and errors made here treat it as absent.
     pub fn is_unreadable(&self) -> bool {
@@ -408,6 +416,17 @@ fn accept(clause: &Clause, media: Media, endpoint: Endpoint) -> Option<Negotiate
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_not_html_is_what_a_script_asks_and_a_browser_does_not() {
+        let names = |h: Option<&str>| Accept::new(h).names_json_not_html();
+        assert!(names(Some("application/json")));
+        assert!(names(Some("application/json, */*")));
+        let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+        assert!(!names(Some(browser)));
+        assert!(!names(Some("text/html, application/json")));
+        assert!(!names(Some("*/*")) && !names(None));
+    }
 
     const BUILTIN: Endpoint = Endpoint {
         protobuf: true,

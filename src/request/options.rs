@@ -3,6 +3,7 @@
 //! the API concepts document turned into one `ReadMode`.
 
 use super::continue_token::{ContinueToken, InvalidToken};
+use crate::selector::{FieldSelector, LabelSelector, SelectorError};
 
 /// The query parameters of a get, list or watch. Unparseable numbers or
 /// booleans are kept as `unparsed` so the request can be forwarded for the
@@ -13,8 +14,12 @@ pub struct ListOptions {
     pub resource_version_match: Option<String>,
     pub limit: i64,
     pub continue_token: Option<String>,
+    /// The selectors as given (what a forwarded query carries).
     pub label_selector: String,
     pub field_selector: String,
+    /// And as parsed, once, where the query is read: by a list, a watch,
+    /// the authorizer's attributes (`metadata.name`).
+    pub selectors: Selectors,
     pub watch: bool,
     pub allow_watch_bookmarks: bool,
     pub send_initial_events: Option<bool>,
@@ -54,6 +59,45 @@ pub fn pretty_print(query: Option<&str>, user_agent: Option<&str>) -> bool {
     user_agent.is_some_and(|ua| {
         ua.starts_with("curl") || ua.starts_with("Wget") || ua.starts_with("Mozilla/5.0")
     })
+}
+
+/// The label and field selectors of a query, parsed; a selector that does
+/// not parse keeps its error for the phase that refuses the request. A
+/// field selector is still to be converted for its type (which fields it
+/// may select, `FieldSelector::convert`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selectors {
+    pub labels: Result<LabelSelector, SelectorError>,
+    pub fields: Result<FieldSelector, SelectorError>,
+}
+
+impl Default for Selectors {
+    fn default() -> Self {
+        Selectors {
+            labels: Ok(LabelSelector::default()),
+            fields: Ok(FieldSelector::default()),
+        }
+    }
+}
+
+impl Selectors {
+    fn parse(labels: &str, fields: &str) -> Selectors {
+        Selectors {
+            labels: LabelSelector::parse(labels),
+            fields: FieldSelector::parse(fields),
+        }
+    }
+
+    /// The object name a field selector requires exactly
+    /// (`metadata.name=x`), as the apiserver's RequestInfo takes it.
+    pub fn name(&self) -> Option<&str> {
+        let fields = self.fields.as_ref().ok()?;
+        fields
+            .terms()
+            .iter()
+            .find(|t| t.field == "metadata.name" && !t.negate)
+            .map(|t| t.value.as_str())
+    }
 }
 
 impl ListOptions {
@@ -102,6 +146,7 @@ impl ListOptions {
                 _ => {}
             }
         }
+        o.selectors = Selectors::parse(&o.label_selector, &o.field_selector);
         o
     }
 
@@ -346,6 +391,26 @@ mod tests {
 
     fn opts(q: &str) -> ListOptions {
         ListOptions::parse(Some(q))
+    }
+
+    #[test]
+    fn selectors_are_parsed_once_with_the_query_their_errors_kept() {
+        let o = opts("labelSelector=app%3Dweb&fieldSelector=metadata.name%3Dx%2Cspec.nodeName%3Dn");
+        assert_eq!(o.selectors.labels, LabelSelector::parse("app=web"));
+        assert_eq!(o.selectors.name(), Some("x"));
+        assert_eq!(
+            opts("fieldSelector=metadata.name!%3Dx").selectors.name(),
+            None
+        );
+        // No query, or no selectors: both select everything.
+        assert_eq!(ListOptions::parse(None).selectors, Selectors::default());
+        assert_eq!(opts("limit=5").selectors, Selectors::default());
+        // A selector that does not parse keeps its error (the list or
+        // watch refuses it) and names no object.
+        let bad = opts("labelSelector=a%20in&fieldSelector=x%3D%3D%3Dy");
+        assert!(bad.selectors.labels.is_err());
+        assert!(bad.selectors.fields.is_err());
+        assert_eq!(bad.selectors.name(), None);
     }
     fn mode(q: &str) -> ReadMode {
         let o = opts(q);

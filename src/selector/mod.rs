@@ -7,7 +7,7 @@ pub mod label;
 pub use field::FieldSelector;
 pub use label::LabelSelector;
 
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum SelectorError {
     #[error("{0}")]
     Label(String),

@@ -35,7 +35,6 @@ use crate::request::identity::Token;
 use crate::request::path::percent_decode;
 use crate::request::websocket::ProtocolTokenError;
 use crate::request::{Client, Identity, Request, UserInfo, Verb, Via};
-use crate::selector::FieldSelector;
 use std::net::{IpAddr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -367,16 +366,13 @@ pub fn read_attributes(request: &Request) -> Option<Attributes> {
     };
     let name = match &rp.name {
         Some(n) => n.clone(),
-        None => FieldSelector::parse(&request.options.field_selector)
-            .ok()
-            .and_then(|f| {
-                f.terms()
-                    .iter()
-                    .find(|t| t.field == "metadata.name" && !t.negate)
-                    .map(|t| t.value.clone())
-            })
+        None => request
+            .options
+            .selectors
+            .name()
             .filter(|n| valid_path_segment(n))
-            .unwrap_or_default(),
+            .unwrap_or_default()
+            .to_string(),
     };
     Some(Attributes::Resource {
         verb: verb.into(),

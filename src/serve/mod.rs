@@ -133,7 +133,7 @@ async fn decide(
     let own = if health::is_metrics(state, &request.path) {
         Some(health::metrics as fn(&ServeState) -> Response<Body>)
     } else if request.path == status_page::PATH && req.method() == http::Method::GET {
-        Some(if wants_json(req) {
+        Some(if request.accept.names_json_not_html() {
             status_page_json as fn(&ServeState) -> Response<Body>
         } else {
             status_page_html
@@ -332,20 +332,6 @@ fn websocket_watch(
         req.headers(),
         protocols,
     ))
-}
-
-/// Whether the status page is asked for as JSON: an Accept that names
-/// `application/json` and not `text/html` (a browser's names both
-/// through `*/*`); anything else gets the HTML page.
-fn wants_json(req: &http::Request<Incoming>) -> bool {
-    let accept: Vec<&str> = req
-        .headers()
-        .get_all(http::header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    accept.iter().any(|v| v.contains("application/json"))
-        && !accept.iter().any(|v| v.contains("text/html"))
 }
 
 /// The body's declared length, if it declares one.

@@ -518,8 +518,9 @@ fn selectors(
     tc: &TypeCache,
     opts: &ListOptions,
 ) -> Result<(LabelSelector, FieldSelector), Route> {
-    let labels = LabelSelector::parse(&opts.label_selector).map_err(refused)?;
-    let fields = FieldSelector::parse(&opts.field_selector)
+    let parsed = &opts.selectors;
+    let labels = parsed.labels.clone().map_err(refused)?;
+    let fields = (parsed.fields.clone())
         .and_then(|f| f.convert(field_rules(rt, tc)))
         .map_err(refused)?;
     Ok((labels, fields))

@@ -233,8 +233,8 @@ struct Selection {
 }
 
 fn selection(t: &SimType, opts: &ListOptions) -> Result<Selection, ReadError> {
-    let labels = LabelSelector::parse(&opts.label_selector)?;
-    let fields = FieldSelector::parse(&opts.field_selector).and_then(|f| {
+    let labels = opts.selectors.labels.clone()?;
+    let fields = opts.selectors.fields.clone().and_then(|f| {
         f.convert(FieldRules::BuiltIn {
             group: &t.rt.gvr.group,
             version: &t.rt.gvr.version,
