@@ -81,6 +81,7 @@ struct File {
 /// Each release's columns file, in `Printers::ALL`'s order.
 const FILES: [&str; Printers::COUNT] = [
     include_str!("columns.json"),
+    include_str!("columns_v1_27.json"),
     include_str!("columns_v1_28.json"),
     include_str!("columns_v1_29.json"),
     include_str!("columns_v1_30.json"),
@@ -605,6 +606,28 @@ mod tests {
         let levels = "prioritylevelconfigurations";
         assert!(shares(v1_28, &format!("{flowcontrol}v1beta3/{levels}"))
             .starts_with("`nominalConcurrencyShares`"));
+    }
+
+    #[test]
+    fn v1_27_has_v1_28s_columns() {
+        // 1.28's printer changes were rows (pods' sidecars) and an alpha
+        // binding's cell; the columns differ only by 1.27's API docs.
+        let names = |p: Printers, gvr: &str| -> Vec<String> {
+            printed(p, gvr)
+                .unwrap()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        let (v1_27, v1_28) = (Printers::V1_27, Printers::V1_28);
+        assert_eq!(printed_resources(v1_27), printed_resources(v1_28));
+        for gvr in printed_resources(v1_28) {
+            assert_eq!(names(v1_27, gvr), names(v1_28, gvr), "{gvr}");
+        }
+        // A pod's IP, described as 1.27's docs have it.
+        let ip = |p| printed(p, "/v1/pods").unwrap()[5].description.clone();
+        assert!(ip(v1_27).starts_with("IP address allocated to the pod."));
+        assert!(ip(v1_28).starts_with("podIP address allocated to the pod."));
     }
 
     #[test]

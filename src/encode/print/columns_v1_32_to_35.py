@@ -167,6 +167,21 @@ alpha ClusterCIDR printer (networking v1alpha1, removed by #121229 in
 1.29; not served by default, so not printed here). Descriptions are
 k8s-openapi 0.24.0's v1_28.
 
+v1.27 (no recording either) has v1.28's columns, with 1.27's API docs
+(k8s-openapi 0.22.0's v1_27). No copy pinned to 1.27 was found; four
+were read whole, their lengths accounting for every difference:
+sanposhiho/kubernetes@059ce4e8 (June 2023, its go.mod's kube-openapi is
+the one CHANGELOG-1.28's v1.28.0-alpha.2 bumps to) differs from 1.28's
+only by #116429 (sidecars in printPod) and #119215 (admission policy
+bindings' ParamRef cell, v1alpha1 in 1.27, not served by default), both
+1.28's; pohly/kubernetes@120fe8a8 (mid-March 2023, around 1.27's branch)
+differs from it only by three printers CHANGELOG-1.27 lists (cluster
+trust bundles #113218, IP addresses #115075, DRA v1alpha2 #116299), all
+alpha. So 1.27's pods print without sidecars: no restartable init
+container counted, restarts from the containers alone once initialized
+(the last restart's age still the latest of all), and "0 (5m ago)"
+possible (no restarts guard), as printers/core.rs says.
+
 The served twins' texts (TWINS) are checked the same in each release's
 docs as in v1.32's, the release whose extensions/v1beta1 and batch/v1beta1
 texts were read from a copy of those types.
@@ -198,10 +213,18 @@ def out_file(minor):
 DOCS = {}
 
 
+def openapi_version(minor):
+    """The k8s-openapi release whose src/v1_<minor> is read (openapi_root)."""
+    return "0.22.0" if minor <= 27 else "0.24.0" if minor <= 29 else "0.25.0" if minor <= 32 else "0.29.0"
+
+
 def openapi_root(minor):
     """src/v1_<minor> of the k8s-openapi crate holding that release's
     docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.30
-    to 1.32, 0.24.0 for 1.28 and 1.29."""
+    to 1.32, 0.24.0 for 1.28 and 1.29, 0.22.0 for 1.27."""
+    if minor <= 27:
+        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_22)
+        return os.path.join(crate, "src", f"v1_{minor}")
     if minor <= 29:
         crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_24)
         return os.path.join(crate, "src", f"v1_{minor}")
@@ -483,6 +506,10 @@ PRINTERS_GO_COPIES = [
     (30, "printers.go of v1.30", "ivanvc/kubernetes",
      "16caa9ec (1.30 development, before its code freeze)"),
     (29, "printers.go of v1.29", "iscas-fork/kubernetes", "c6446be5 (its own import aliases aside)"),
+    (27, "printers.go of v1.27", "sanposhiho/kubernetes",
+     "059ce4e8 (June 2023, v1.28.0-alpha.2's window; its imports repackaged), read whole against "
+     "pohly/kubernetes@120fe8a8 (mid-March 2023): only CHANGELOG-1.27's #113218, #115075, #116299 "
+     "between them"),
     (28, "printers.go of v1.28", "yylt/kubernetes",
      "7ca6f88a (release-1.28; its pod printer locally reverted, pods as yangsoon/apiserver"
      "@68d65c56, k8s.io/* v0.28.6, and aojea/kubernetes@5c75e9e9 print them)"),
@@ -499,6 +526,8 @@ CHANGES_DATED = [
     (29, "CHANGELOG-1.30 (#123226 jobs' Status, #122231 cron jobs' Timezone, "
          "#122804 HPA targets naming their metric)"),
     (28, "CHANGELOG-1.29 (#121104 PVs' and PVCs' VolumeAttributesClass, #121089 flowcontrol v1)"),
+    (27, "CHANGELOG-1.28 (#116429 sidecars in printPod; #119215 admission policy bindings' "
+         "ParamRef cell, at v1alpha1 in 1.27, not served by default)"),
 ]
 
 
@@ -546,7 +575,7 @@ def build(minor):
     sources_ = {
         "columns": "columns_v1_36.json (v1.36's printers: their columns did not change in 1.36)",
         "printers.go": derived.PRINTERS_GO,
-        "descriptions": f"k8s-openapi {'0.24.0' if minor <= 29 else '0.25.0' if minor <= 32 else '0.29.0'} (crates.io), "
+        "descriptions": f"k8s-openapi {openapi_version(minor)} (crates.io), "
                         f"src/v1_{minor}: Kubernetes 1.{minor}'s OpenAPI descriptions",
     }
     for newest, key, repo, commit in reversed(PRINTERS_GO_COPIES):
@@ -574,14 +603,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in (28, 29, 30, 31, 32, 33, 34, 35):
+        for minor in range(27, 36):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in ([str(m)] for m in range(28, 36)):
-        raise SystemExit("usage: columns_v1_32_to_35.py 28|29|…|35|--check")
+    if ARGS not in ([str(m)] for m in range(27, 36)):
+        raise SystemExit("usage: columns_v1_32_to_35.py 27|28|…|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

@@ -38,10 +38,21 @@ fn pod_v1_34(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_34)
 }
 
-/// v1.30's `printPod` (v1.29's too): v1.34's but a deleted pod is Terminating even once
-/// it has finished (kubernetes#122038 made that 1.31's rule).
+/// v1.30's `printPod` (v1.28's and v1.29's too): v1.34's but a deleted
+/// pod is Terminating even once it has finished (kubernetes#122038 made
+/// that 1.31's rule).
 fn pod_v1_30(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_30)
+}
+
+/// v1.27's `printPod`: v1.30's without sidecars, which #116429 brought in
+/// 1.28. No init container counts among the containers; once initialized,
+/// restarts are the containers' alone, while the last restart's age stays
+/// the latest of all (its date is not set back); and a pod none of whose
+/// containers restarted still shows an init container's last restart,
+/// "0 (5m ago)" (1.28 added the `restarts != 0` guard).
+fn pod_v1_27(p: &Value, r: &mut RowBuilder) {
+    pod_as(p, r, Printers::V1_27)
 }
 
 /// v1.36's `printPod` (v1.35's too): restartable init containers
@@ -73,20 +84,21 @@ fn last_restart(statuses: &[&Value], since: Option<time::Nanos>) -> Option<time:
 /// v1.34.0).
 fn pod_as(p: &Value, r: &mut RowBuilder, printers: Printers) {
     let v1_36 = printers != Printers::V1_20;
+    let sidecars = printers.minor() >= 28;
     let error_reason_shown = printers.minor() >= 35;
     let finished_not_terminating = printers.minor() >= 31;
     let init_specs = arr(p, &["spec", "initContainers"]);
     let init_total = init_specs.len();
-    // v1.36: an init container that always restarts is a sidecar, counted
-    // among the containers.
+    // From 1.28: an init container that always restarts is a sidecar,
+    // counted among the containers.
     let restartable = |name: &str| {
-        v1_36
+        sidecars
             && init_specs
                 .iter()
                 .any(|c| s(c, &["name"]) == name && s(c, &["restartPolicy"]) == "Always")
     };
     let mut total = arr(p, &["spec", "containers"]).len();
-    if v1_36 {
+    if sidecars {
         total += init_specs
             .iter()
             .filter(|c| s(c, &["restartPolicy"]) == "Always")
@@ -166,9 +178,11 @@ fn pod_as(p: &Value, r: &mut RowBuilder, printers: Printers) {
     let initialized = conditions
         .iter()
         .any(|c| s(c, &["type"]) == "Initialized" && s(c, &["status"]) == "True");
-    if !initializing || (v1_36 && initialized) {
+    if !initializing || (sidecars && initialized) {
         restarts = sidecar_restarts;
-        last_restart_at = last_sidecar_restart_at;
+        if sidecars {
+            last_restart_at = last_sidecar_restart_at;
+        }
         let mut has_running = false;
         let mut error_reason = String::new();
         for c in arr(p, &["status", "containerStatuses"]).iter().rev() {
@@ -223,7 +237,9 @@ fn pod_as(p: &Value, r: &mut RowBuilder, printers: Printers) {
     match (v1_36, last_restart_at) {
         (false, _) => r.int(restarts),
         // "3 (6d6h ago)": the count, and how long ago the last restart was.
-        (true, Some(at)) if restarts != 0 => r.since_within(&format!("{restarts} ("), at, " ago)"),
+        (true, Some(at)) if restarts != 0 || !sidecars => {
+            r.since_within(&format!("{restarts} ("), at, " ago)")
+        }
         (true, _) => r.str(&restarts.to_string()),
     };
     r.since_field(created(p));
@@ -299,6 +315,7 @@ pub fn lookup_since_v1_34(
         return None;
     }
     Some(match (printers, resource) {
+        (p, "pods") if p.minor() <= 27 => pod_v1_27,
         (p, "pods") if p.minor() <= 30 => pod_v1_30,
         (p, "pods") if p.minor() <= 34 => pod_v1_34,
         (_, "pods") => pod_v1_36,
@@ -575,6 +592,52 @@ mod tests {
         // Not started yet: the init status stays (printPod's switch falls
         // to Init:i/n), while the initialized pod's containers still count.
         assert_eq!(status_as_both(p(false)).1, r#"["p","1/2","Init:0/1","5"]"#);
+    }
+
+    #[test]
+    fn v1_27_counts_no_sidecars_and_shows_an_init_containers_restart_at_zero() {
+        let four = |personality: Personality, p: Value| {
+            let row = cells_as(personality, PODS, p, NOW);
+            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+            serde_json::to_string(&v["cells"].as_array().unwrap()[..4]).unwrap()
+        };
+        let (v1_27, v1_28) = (Personality::of(1, 27).0, Personality::of(1, 28).0);
+        // A started sidecar: 1.28 counts it (and its restarts); 1.27 sees
+        // an init container still running, as v1.20 did, in 1.22's string
+        // restarts.
+        let sidecar = pod(
+            json!({"containers": [{"name": "a"}],
+                   "initContainers": [{"name": "s", "restartPolicy": "Always"}]}),
+            json!({"phase": "Running",
+                   "conditions": [{"type": "Initialized", "status": "True"}],
+                   "initContainerStatuses": [{"name": "s", "started": true, "ready": true,
+                       "restartCount": 4, "state": {"running": {}}}],
+                   "containerStatuses": [{"name": "a", "ready": true, "restartCount": 1,
+                       "state": {"running": {}}}]}),
+        );
+        assert_eq!(four(v1_28, sidecar.clone()), r#"["p","2/2","Running","5"]"#);
+        assert_eq!(four(v1_27, sidecar), r#"["p","0/1","Init:0/1","4"]"#);
+        // An init container that restarted before it completed: once the
+        // pod is initialized, 1.27 counts the containers' restarts (none)
+        // but keeps the init container's last restart, "0 (59m ago)";
+        // 1.28 prints "0" (its restarts guard).
+        let restarted = pod(
+            json!({"containers": [{"name": "a"}], "initContainers": [{"name": "i"}]}),
+            json!({"phase": "Running",
+                   "initContainerStatuses": [{"name": "i", "restartCount": 2,
+                       "lastState": {"terminated": {"exitCode": 1, "finishedAt": "2026-01-01T00:01:00Z"}},
+                       "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}],
+                   "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0,
+                       "state": {"running": {}}}]}),
+        );
+        assert_eq!(
+            four(v1_28, restarted.clone()),
+            r#"["p","1/1","Running","0"]"#
+        );
+        assert_eq!(
+            four(v1_27, restarted),
+            r#"["p","1/1","Running","0 (59m ago)"]"#
+        );
     }
 
     #[test]
