@@ -102,7 +102,7 @@ type Builtins = HashMap<(Printers, String), Option<Arc<Printer>>>;
 static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 
 /// The id of built-in printers: rows printed as v1.20 prints them (0),
-/// as v1.28 to v1.36 do (the largest ids, v1.36's `u64::MAX`), kept on
+/// as v1.27 to v1.36 do (the largest ids, v1.36's `u64::MAX`), kept on
 /// entries apart. Custom resources' printers take their CRD's
 /// resourceVersion, which is never this large.
 fn builtin_id(printers: Printers) -> u64 {
