@@ -5,7 +5,77 @@
 use metrics::{
     counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit,
 };
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+/// A cached type's own tallies, kept beside its Prometheus series for the
+/// status page (`/debug/cache`, a line per type) and the tests that ask
+/// one type what it did. Counted only by the recording functions below.
+#[derive(Debug, Default)]
+pub struct TypeTally {
+    served: AtomicU64,
+    forwarded: AtomicU64,
+    lists: AtomicU64,
+    watches: AtomicU64,
+    errors: AtomicU64,
+    gzipped_watches: AtomicU64,
+    watch_bytes: AtomicU64,
+}
+
+impl TypeTally {
+    /// Reads answered from the cache.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+    /// Reads of the type sent upstream instead.
+    pub fn forwarded(&self) -> u64 {
+        self.forwarded.load(Ordering::Relaxed)
+    }
+    /// The reflector's completed lists (the first sync and every relist).
+    pub fn lists(&self) -> u64 {
+        self.lists.load(Ordering::Relaxed)
+    }
+    /// The reflector's watch requests.
+    pub fn watches(&self) -> u64 {
+        self.watches.load(Ordering::Relaxed)
+    }
+    /// The reflector's errors, of any phase.
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+    /// Watches the upstream answered gzipped (an upstream kubecache).
+    pub fn gzipped_watches(&self) -> u64 {
+        self.gzipped_watches.load(Ordering::Relaxed)
+    }
+    /// The watches' body bytes as they came (gzipped or not).
+    pub fn watch_bytes(&self) -> u64 {
+        self.watch_bytes.load(Ordering::Relaxed)
+    }
+}
+
+fn tally(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// A read of a cached type answered from the cache, or sent upstream.
+pub fn type_read(t: &TypeTally, answered: bool) {
+    tally(if answered { &t.served } else { &t.forwarded }, 1);
+}
+
+/// A reflector's list completed (its state swapped in).
+pub fn reflector_listed(t: &TypeTally) {
+    tally(&t.lists, 1);
+}
+
+/// A reflector's watch asked for.
+pub fn reflector_watch_asked(t: &TypeTally) {
+    tally(&t.watches, 1);
+}
+
+/// A reflector's watch answered gzipped.
+pub fn reflector_watch_gzipped(t: &TypeTally) {
+    tally(&t.gzipped_watches, 1);
+}
 
 /// `apiserver_request_duration_seconds`' buckets, as the apiserver's.
 pub const REQUEST_DURATION_BUCKETS: [f64; 23] = [
@@ -540,7 +610,8 @@ pub fn gzip_bytes(plain: usize, compressed: usize) {
 
 /// Bytes of a reflector's watch stream as they came: `gzipped` from an
 /// upstream kubecache, else as the apiserver frames them.
-pub fn upstream_watch_bytes(gzipped: bool, n: usize) {
+pub fn upstream_watch_bytes(t: &TypeTally, gzipped: bool, n: usize) {
+    tally(&t.watch_bytes, n as u64);
     upstream_body_bytes("watch", gzipped, n);
 }
 
@@ -613,7 +684,8 @@ pub fn cache_size(resource: &str, objects: usize, bytes: usize, history: usize) 
 
 /// A reflector error; `phase` is where it happened: `list`, `watch`, or
 /// `expired` (the upstream's 410).
-pub fn reflector_error(resource: &str, phase: &'static str) {
+pub fn reflector_error(t: &TypeTally, resource: &str, phase: &'static str) {
+    tally(&t.errors, 1);
     counter!(KUBECACHE_REFLECTOR_ERRORS_TOTAL, "resource" => resource.to_string(), "phase" => phase)
         .increment(1);
 }

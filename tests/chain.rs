@@ -16,7 +16,6 @@ use http::Method;
 use http_body_util::BodyExt;
 use kubecache::upstream::watch_gzip::Gunzip;
 use serde_json::{json, Value};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// What a downstream kubecache's reflector sends beside its watch.
@@ -382,12 +381,8 @@ async fn the_downstream_reflector_reads_either_stream(up: &str) {
     converged_items(up, &b_plain, &path, Duration::from_secs(10)).await;
     let stats = |p: &Proxy| {
         let t = type_cache(p, "v1/configmaps").unwrap();
-        let s = t.stats();
-        (
-            s.watches.load(Ordering::Relaxed),
-            s.gzipped_watches.load(Ordering::Relaxed),
-            s.watch_bytes.load(Ordering::Relaxed),
-        )
+        let s = t.tally();
+        (s.watches(), s.gzipped_watches(), s.watch_bytes())
     };
     let (watches, gzipped, bytes) = stats(&b);
     assert!(
@@ -428,13 +423,7 @@ async fn a_relist_upstream_reaches_the_far_end_of_the_chain() {
         let up = sim.url.as_str();
         let chain = start_chain(up, 2).await;
         wait_chain_synced(&chain, "/api/v1/configmaps", "v1/configmaps").await;
-        let lists = |p: &Proxy| {
-            type_cache(p, "v1/configmaps")
-                .unwrap()
-                .stats()
-                .lists
-                .load(Ordering::Relaxed)
-        };
+        let lists = |p: &Proxy| type_cache(p, "v1/configmaps").unwrap().tally().lists();
         let before: Vec<u64> = chain.hops.iter().map(lists).collect();
         let ns = "default";
         changes(up, ns).await;
@@ -495,9 +484,7 @@ async fn gzipped_watches_carry_a_fraction_of_the_bytes_on_pod_churn() {
         let watched = |b: &Proxy| {
             type_cache(b, "v1/pods")
                 .unwrap()
-                .stats()
-                .watch_bytes
-                .load(Ordering::Relaxed)
+                .tally().watch_bytes()
         };
         let body_before = (watched(&b_gzip), watched(&b_plain));
         // A churn step that changes nothing (the pod already so) makes no
@@ -661,11 +648,8 @@ async fn a_gzipped_watch_passes_through_a_hop_that_forwards_it() {
             "{ready}"
         );
         let cached = type_cache(&c, "v1/configmaps").unwrap();
-        let stats = cached.stats();
-        let (watches, gzipped) = (
-            stats.watches.load(Ordering::Relaxed),
-            stats.gzipped_watches.load(Ordering::Relaxed),
-        );
+        let stats = cached.tally();
+        let (watches, gzipped) = (stats.watches(), stats.gzipped_watches());
         assert!(watches >= 1 && gzipped == watches, "{gzipped} of {watches}");
     })
     .await;

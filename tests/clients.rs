@@ -206,10 +206,7 @@ async fn streaming_list_is_proven(up: &str) {
         .parse()
         .unwrap();
     let tc = type_cache(&p, "v1/pods").unwrap();
-    let forwarded = tc
-        .activity
-        .forwarded
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let forwarded = tc.tally().forwarded();
     let client = Client::try_from(Config::new(p.url.parse().unwrap())).unwrap();
     let api: Api<Pod> = Api::namespaced(client, &ns);
     let wp = WatchParams::streaming_lists().timeout(5);
@@ -238,13 +235,7 @@ async fn streaming_list_is_proven(up: &str) {
     );
     let mode = tc.freshness_mode();
     if mode.name != "forwarded" {
-        assert_eq!(
-            tc.activity
-                .forwarded
-                .load(std::sync::atomic::Ordering::Relaxed),
-            forwarded,
-            "served from the cache"
-        );
+        assert_eq!(tc.tally().forwarded(), forwarded, "served from the cache");
     }
 }
 

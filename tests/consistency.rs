@@ -52,7 +52,7 @@ async fn a_cache_that_silently_lost_an_event_is_found_different_and_relisted() {
         create_configmap(&sim.url, "default", "lost").await;
         create_configmap(&sim.url, "default", "seen").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(20)).await;
-        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 2, "one relist");
+        assert_eq!(tc.tally().lists(), 2, "one relist");
     })
     .await;
 }

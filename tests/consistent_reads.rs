@@ -32,10 +32,7 @@ async fn proving(up: &str) -> Proxy {
 /// How many reads of `resource` the proxy answered and forwarded so far.
 fn counts(p: &Proxy, resource: &str) -> (u64, u64) {
     let tc = type_cache(p, resource).expect("cached");
-    (
-        tc.activity.served.load(Ordering::Relaxed),
-        tc.activity.forwarded.load(Ordering::Relaxed),
-    )
+    (tc.tally().served(), tc.tally().forwarded())
 }
 
 /// A write to another type: the upstream's revision moves on, the

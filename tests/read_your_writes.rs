@@ -271,8 +271,8 @@ fn report(p: &Proxy, targets: &[Target]) -> Vec<(String, u64, u64)> {
         .map(|t| {
             let r = resource_of(&t.collection);
             let tc = type_cache(p, &r).unwrap();
-            let served = tc.activity.served.load(Ordering::Relaxed);
-            let forwarded = tc.activity.forwarded.load(Ordering::Relaxed);
+            let served = tc.tally().served();
+            let forwarded = tc.tally().forwarded();
             eprintln!(
                 "{r}: {served} served from the cache, {forwarded} forwarded ({})",
                 tc.freshness_mode().why

@@ -52,7 +52,7 @@ async fn fail_a_rewatch(
     faults: &str,
 ) -> std::sync::Arc<kubecache::cache::TypeCache> {
     let tc = stats(p);
-    let errors = tc.stats().errors.load(Ordering::Relaxed);
+    let errors = tc.tally().errors();
     fault(sim, "stallWatches=true").await;
     write_some(sim, tag).await;
     fault(
@@ -61,7 +61,7 @@ async fn fail_a_rewatch(
     )
     .await;
     eventually("a re-watch fails", Duration::from_secs(20), || {
-        tc.stats().errors.load(Ordering::Relaxed) > errors
+        tc.tally().errors() > errors
     })
     .await;
     tc
@@ -105,7 +105,7 @@ async fn dropped_watches_are_resumed_without_a_relist() {
         let p = synced_proxy(ProxyBuilder::new(&sim.url)).await;
         let tc = stats(&p);
         for round in 0..3 {
-            let watches = tc.stats().watches.load(Ordering::Relaxed);
+            let watches = tc.tally().watches();
             // The reflector's watch has reached the simulator, so the drop
             // reaches it (sent any sooner, it could overtake the request).
             eventually(
@@ -116,14 +116,14 @@ async fn dropped_watches_are_resumed_without_a_relist() {
             .await;
             fault(&sim, "dropWatches=true").await;
             eventually("the reflector re-watches", Duration::from_secs(10), || {
-                tc.stats().watches.load(Ordering::Relaxed) > watches
+                tc.tally().watches() > watches
             })
             .await;
             write_some(&sim, &format!("drop{round}")).await;
             converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(10)).await;
         }
         // Resuming from the last rv kept the history: no relist was needed.
-        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
+        assert_eq!(tc.tally().lists(), 1);
     })
     .await;
 }
@@ -137,7 +137,7 @@ async fn a_failing_rewatch_backs_off_and_recovers() {
         // upstream's health the first failure sets off.
         let tc = fail_a_rewatch(&sim, &p, "fail", "errors=2").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(20)).await;
-        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
+        assert_eq!(tc.tally().lists(), 1);
     })
     .await;
 }
@@ -166,7 +166,7 @@ async fn a_throttled_rewatch_waits_as_long_as_the_upstream_asked() {
             waited >= Duration::from_millis(2900),
             "asked again {waited:?} after a Retry-After of 3 s"
         );
-        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
+        assert_eq!(tc.tally().lists(), 1);
     })
     .await;
 }
@@ -183,7 +183,7 @@ async fn an_expired_watch_relists_into_a_buffer_and_readers_never_see_it_half_bu
         fault(&sim, "latencyMs=300&expire=true").await;
         let reads = async {
             let mut n = 0;
-            while tc.stats().lists.load(Ordering::Relaxed) < 2 {
+            while tc.tally().lists() < 2 {
                 let r = get(&format!("{}{CONFIGMAPS}?resourceVersion=0", p.url)).await;
                 assert_eq!(r.status, 200, "{}", r.text());
                 // The old state or the relisted one (same objects at a
@@ -221,7 +221,7 @@ async fn writes_made_while_the_watch_was_expired_reach_the_cache() {
         write_some(&sim, "lost").await;
         fault(&sim, "stallWatches=false&expire=true").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(15)).await;
-        assert!(tc.stats().lists.load(Ordering::Relaxed) >= 2);
+        assert!(tc.tally().lists() >= 2);
     })
     .await;
 }
@@ -233,7 +233,7 @@ async fn a_watch_that_stalls_once_is_resumed_and_one_that_stalls_again_leads_to_
         let proxy = ProxyBuilder::new(&sim.url).watch_timeout(1, Duration::from_millis(500));
         let p = synced_proxy(proxy).await;
         let tc = stats(&p);
-        let watches = tc.stats().watches.load(Ordering::Relaxed);
+        let watches = tc.tally().watches();
         // One stall: the watch is still open past its timeout, given up,
         // and the re-watch (the stall over) picks up where it was.
         fault(&sim, "stallWatches=true").await;
@@ -241,12 +241,12 @@ async fn a_watch_that_stalls_once_is_resumed_and_one_that_stalls_again_leads_to_
         eventually(
             "the reflector gives up on the watch open past its timeout",
             Duration::from_secs(10),
-            || tc.stats().watches.load(Ordering::Relaxed) > watches,
+            || tc.tally().watches() > watches,
         )
         .await;
         fault(&sim, "stallWatches=false").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(10)).await;
-        assert_eq!(tc.stats().lists.load(Ordering::Relaxed), 1);
+        assert_eq!(tc.tally().lists(), 1);
         // A stall that lasts: the re-watch stalls too, and only a relist
         // brings what was written meanwhile.
         fault(&sim, "stallWatches=true").await;
@@ -254,7 +254,7 @@ async fn a_watch_that_stalls_once_is_resumed_and_one_that_stalls_again_leads_to_
         eventually(
             "a relist after the re-watch stalled too",
             Duration::from_secs(15),
-            || tc.stats().lists.load(Ordering::Relaxed) >= 2,
+            || tc.tally().lists() >= 2,
         )
         .await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(10)).await;
@@ -272,8 +272,8 @@ async fn an_undecodable_watch_event_makes_the_reflector_relist_not_corrupt() {
         fault(&sim, "garbageWatchEvents=1").await;
         write_some(&sim, "garbled").await;
         converged(&sim.url, &p, CONFIGMAPS, Duration::from_secs(15)).await;
-        assert!(tc.stats().errors.load(Ordering::Relaxed) >= 1);
-        assert!(tc.stats().lists.load(Ordering::Relaxed) >= 2);
+        assert!(tc.tally().errors() >= 1);
+        assert!(tc.tally().lists() >= 2);
     })
     .await;
 }

@@ -303,7 +303,7 @@ async fn a_create_and_delete_missed_before_a_relist_end_open_watches_with_a_410(
         .await;
         let tc = type_cache(&p, "v1/configmaps").unwrap();
         eventually("the relist", Duration::from_secs(10), || {
-            tc.stats().lists.load(Ordering::Relaxed) >= 2
+            tc.tally().lists() >= 2
         })
         .await;
         write(&sim.url, Method::POST, path, Some(cm("after", "x", "1"))).await;

@@ -78,8 +78,7 @@ fn assert_handshake(head: &WsHead, protocol: Option<&str>) {
 /// Reads of configmaps kubecache (served from its cache, forwarded).
 fn configmap_reads(p: &Proxy) -> (u64, u64) {
     let tc = type_cache(p, "v1/configmaps").expect("configmaps cached");
-    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-    (load(&tc.activity.served), load(&tc.activity.forwarded))
+    (tc.tally().served(), tc.tally().forwarded())
 }
 
 async fn cm(up: &str, ns: &str, name: &str, team: &str) {
@@ -546,9 +545,7 @@ mod real {
             .iter()
             .map(|r| {
                 let tc = type_cache(p, r).unwrap();
-                tc.activity
-                    .forwarded
-                    .load(std::sync::atomic::Ordering::Relaxed)
+                tc.tally().forwarded()
             })
             .sum()
     }

@@ -9,7 +9,8 @@ use crate::encode::codec::{Entry, ListStyle, Store, TypeCodec};
 use crate::encode::print::Printer;
 use crate::freshness::{Freshness, Mode, Proven, TypeProofs, Unproven, Want};
 use crate::metrics;
-use crate::reflector::{Condition, Overflow, ReflectorStats, Update, Writer};
+use crate::metrics::TypeTally;
+use crate::reflector::{Condition, Overflow, Update, Writer};
 use crate::resource::{GroupVersionResource, ResourceType};
 use crate::store::{HistoryLimits, Resync, StoreError};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -23,7 +24,8 @@ pub struct TypeCache {
     /// Shared, not cloned, per request; replaced whole when a list teaches the style.
     codec: RwLock<Arc<TypeCodec>>,
     synced: watch::Sender<bool>,
-    stats: ReflectorStats,
+    /// What clients and the reflector did with it (`metrics` counts).
+    tally: TypeTally,
     condition: std::sync::Mutex<Condition>,
     /// When the condition last changed kind (see `report`).
     condition_since: std::sync::Mutex<std::time::Instant>,
@@ -47,7 +49,8 @@ pub struct TypeCache {
     last_asked: AtomicU64,
     /// Its reflector's task, stopped when the type is let go.
     reflector: OnceLock<tokio::task::AbortHandle>,
-    /// What clients and the upstream did with it, for the status page.
+    /// When the upstream was last heard from for it and its reflector's
+    /// last error, for the status page (its counts are in `tally`).
     pub activity: Activity,
     /// Whether a relist's difference goes to watchers as events
     /// (`Store::resync`; edge autonomy) rather than as the cacher's 410.
@@ -63,13 +66,10 @@ pub struct TypeCache {
     pub proofs: Arc<TypeProofs>,
 }
 
-/// What clients and the upstream did with a type, for `/debug/cache`.
+/// How a type's upstream is doing, for `/debug/cache`: when it was last
+/// heard from, and the reflector's last error.
 #[derive(Debug, Default)]
 pub struct Activity {
-    /// Reads answered from the cache.
-    pub served: AtomicU64,
-    /// Reads of the type sent upstream instead.
-    pub forwarded: AtomicU64,
     /// When the upstream was last heard from for it (a list, an event or
     /// a bookmark), in milliseconds of `clock_ms()`; 0: never.
     heard: AtomicU64,
@@ -138,7 +138,7 @@ impl TypeCache {
             store: Store::new(history),
             codec: RwLock::new(Arc::new(codec)),
             synced: watch::channel(false).0,
-            stats: ReflectorStats::default(),
+            tally: TypeTally::default(),
             condition: std::sync::Mutex::new(Condition::Starting),
             condition_since: std::sync::Mutex::new(std::time::Instant::now()),
             eager: Default::default(),
@@ -242,9 +242,9 @@ impl TypeCache {
         self.codec.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// What the reflector has done so far.
-    pub fn stats(&self) -> &ReflectorStats {
-        &self.stats
+    /// What clients and the reflector have done with it so far.
+    pub fn tally(&self) -> &TypeTally {
+        &self.tally
     }
 
     /// What its reflector is doing now.
@@ -365,8 +365,8 @@ impl Writer for TypeCache {
         self.restored_at().is_some()
     }
 
-    fn stats(&self) -> &ReflectorStats {
-        &self.stats
+    fn tally(&self) -> &TypeTally {
+        &self.tally
     }
 
     fn report(&self, condition: Condition) {

@@ -21,7 +21,6 @@ use http_body_util::BodyExt;
 use rand::RngExt;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -185,21 +184,6 @@ impl Condition {
     pub fn is_current(&self) -> bool {
         matches!(self, Condition::Watching)
     }
-}
-
-/// What a reflector has done, for tests and diagnostics.
-#[derive(Debug, Default)]
-pub struct ReflectorStats {
-    /// Completed lists (the first sync and every relist).
-    pub lists: AtomicU64,
-    /// Watch requests made.
-    pub watches: AtomicU64,
-    /// Errors of any phase.
-    pub errors: AtomicU64,
-    /// Watches the upstream answered gzipped.
-    pub gzipped_watches: AtomicU64,
-    /// The watches' body bytes as they came (gzipped or not).
-    pub watch_bytes: AtomicU64,
 }
 
 /// client-go's reflector backoff: 800 ms doubling to 30 s, full jitter.
@@ -398,8 +382,7 @@ pub async fn run<W: Writer>(
         let (next, effect) = transition(&state, step.as_ref());
         if let Err(e) = &step {
             watching.send_replace(false);
-            metrics::reflector_error(&resource, e.phase());
-            writer.stats().errors.fetch_add(1, Ordering::Relaxed);
+            metrics::reflector_error(writer.tally(), &resource, e.phase());
         }
         match (effect, &step) {
             (Effect::None, Err(e)) => match e {
@@ -626,7 +609,7 @@ async fn list(
     writer
         .apply(Update::Listed { codec, entries, rv })
         .map_err(ReflectorError::Apply)?;
-    writer.stats().lists.fetch_add(1, Ordering::Relaxed);
+    metrics::reflector_listed(writer.tally());
     Ok(Phase::Watching { rv })
 }
 
@@ -642,7 +625,7 @@ async fn watch(
         "{}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={timeout_seconds}",
         writer.resource().path(None)
     );
-    writer.stats().watches.fetch_add(1, Ordering::Relaxed);
+    metrics::reflector_watch_asked(writer.tally());
     // Past this, the upstream has not ended the watch as it was asked to.
     let allowed = Duration::from_secs(timeout_seconds) + cfg.watch_grace;
     let deadline = tokio::time::Instant::now() + allowed;
@@ -674,10 +657,7 @@ async fn watch(
     let mut gunzip = match resp.headers().get(http::header::CONTENT_ENCODING) {
         None => None,
         Some(v) if v == "gzip" => {
-            writer
-                .stats()
-                .gzipped_watches
-                .fetch_add(1, Ordering::Relaxed);
+            metrics::reflector_watch_gzipped(writer.tally());
             Some(Gunzip::default())
         }
         Some(v) if v == "identity" => None,
@@ -707,12 +687,7 @@ async fn watch(
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        metrics::upstream_watch_bytes(gunzip.is_some(), data.len());
-        let received = data.len() as u64;
-        writer
-            .stats()
-            .watch_bytes
-            .fetch_add(received, Ordering::Relaxed);
+        metrics::upstream_watch_bytes(writer.tally(), gunzip.is_some(), data.len());
         match &mut gunzip {
             Some(g) => g
                 .push(&data, &mut buf, MAX_EVENT_BYTES + data.len())

@@ -5,8 +5,9 @@
 //! event, progress, a proof of freshness, letting go. Readers of the
 //! cache never see it.
 
-use super::{Condition, ReflectorStats};
+use super::Condition;
 use crate::encode::codec::{Entry, Snapshot, TypeCodec};
+use crate::metrics::TypeTally;
 use crate::resource::GroupVersionResource;
 use crate::store::{EventType, StoreError};
 use std::sync::Arc;
@@ -54,8 +55,9 @@ pub trait Writer: Send + Sync + 'static {
         false
     }
 
-    /// Where the reflector counts what it did.
-    fn stats(&self) -> &ReflectorStats;
+    /// The type's tallies, where the reflector's recording functions
+    /// (`metrics::reflector_*`) count what it did.
+    fn tally(&self) -> &TypeTally;
 
     /// What the reflector is doing now.
     fn report(&self, condition: Condition);

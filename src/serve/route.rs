@@ -156,13 +156,10 @@ pub async fn route(state: &ServeState, request: &Request) -> (Route, Option<Stal
     let mut stale = None;
     // Per type, for the status page: answered here, or sent upstream.
     if let Some(tc) = state.cache.existing(&gvr) {
-        let counter = match &route {
-            Route::Answered(_) => Some(&tc.activity.served),
-            Route::Forward(_) => Some(&tc.activity.forwarded),
-            Route::Refused(_) => None,
-        };
-        if let Some(c) = counter {
-            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match &route {
+            Route::Answered(_) => crate::metrics::type_read(tc.tally(), true),
+            Route::Forward(_) => crate::metrics::type_read(tc.tally(), false),
+            Route::Refused(_) => {}
         }
         if let Route::Answered(_) = route {
             stale = staleness(&tc, offline);

@@ -11,7 +11,6 @@ use crate::cache::TypeCache;
 use http::{header, HeaderValue, Response, StatusCode};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
 
 pub const PATH: &str = "/debug/cache";
 
@@ -78,8 +77,8 @@ impl TypeRow {
             }
         });
         let (objects, bytes) = tc.store.size();
-        let served = tc.activity.served.load(Ordering::Relaxed);
-        let forwarded = tc.activity.forwarded.load(Ordering::Relaxed);
+        let served = tc.tally().served();
+        let forwarded = tc.tally().forwarded();
         let reads = served + forwarded;
         let error = tc.activity.last_error();
         TypeRow {

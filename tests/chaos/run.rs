@@ -125,8 +125,8 @@ pub(crate) async fn finish(
             tc.rt.gvr,
             p.proven.load(Ordering::Relaxed),
             p.unproven.load(Ordering::Relaxed),
-            tc.activity.served.load(Ordering::Relaxed),
-            tc.activity.forwarded.load(Ordering::Relaxed),
+            tc.tally().served(),
+            tc.tally().forwarded(),
         );
     }
 
@@ -179,13 +179,13 @@ pub(crate) async fn finish(
         .all()
         .iter()
         .map(|t| {
-            let s = t.stats();
+            let s = t.tally();
             format!(
                 "{} {} lists/{} watches/{} errors",
                 t.rt.gvr,
-                n(&s.lists),
-                n(&s.watches),
-                n(&s.errors)
+                s.lists(),
+                s.watches(),
+                s.errors()
             )
         })
         .collect();
