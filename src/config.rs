@@ -478,7 +478,7 @@ impl Settings {
         let delay_default = if listen.ip().is_loopback() {
             Duration::ZERO
         } else {
-            Duration::from_secs(5)
+            SHUTDOWN_DELAY_OFF_LOOPBACK
         };
         let shutdown_delay = self.shutdown_delay_duration.map_or(delay_default, |v| v.0);
         let mut reflector = crate::reflector::ReflectorConfig::default();
@@ -565,6 +565,10 @@ impl Settings {
         })
     }
 }
+
+/// How long kubecache keeps accepting after SIGTERM off loopback, where a
+/// load balancer or Service may still send to it (none on loopback).
+const SHUTDOWN_DELAY_OFF_LOOPBACK: Duration = Duration::from_secs(5);
 
 /// How often what changed is written to the snapshot: an edge restarted
 /// after an outage's first half minute still has the state from before.
@@ -925,6 +929,90 @@ mod tests {
         let c: Settings = serde_saphyr::from_str(&uncommented).unwrap();
         let c = c.into_serve().unwrap();
         assert_eq!(c.cache.max_kept_bytes, 268435456);
+    }
+
+    #[test]
+    fn each_default_a_settings_doc_states_is_the_one_it_gets() {
+        // A setting's doc comment is its --help and its file key's docs;
+        // where it states "(default X", the validated config of no
+        // settings must have X (a default is written in the code once and
+        // stated in the doc once: this keeps the two the same).
+        let src = include_str!("config.rs");
+        let block = &src[src.find("settings! {\n").unwrap()..];
+        let block = &block[..block.find("\n}\n").unwrap()];
+        let mut stated = std::collections::BTreeMap::new();
+        let mut doc = String::new();
+        for line in block.lines().map(str::trim) {
+            if let Some(d) = line.strip_prefix("///") {
+                doc.push_str(d);
+                doc.push(' ');
+                continue;
+            }
+            let Some((field, _)) = line.split_once(": ") else {
+                continue;
+            };
+            if line.starts_with("#[") || !field.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            {
+                continue;
+            }
+            let doc = std::mem::take(&mut doc);
+            let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+            if let Some(rest) = doc.split("(default ").nth(1) {
+                let value = rest.split([')', ';', ',']).next().unwrap().trim();
+                stated.insert(field.to_string(), value.to_string());
+            }
+        }
+        enum V {
+            D(Duration),
+            N(u64),
+            B(bool),
+            S(String),
+        }
+        let c = Settings {
+            upstream: Some("http://127.0.0.1:8080".into()),
+            ..Default::default()
+        }
+        .into_serve()
+        .unwrap();
+        let (a, l) = (&c.auth.access, &c.limits);
+        let got = |field: &str| -> V {
+            match field {
+                "listen" => V::S(c.listen.to_string()),
+                "consistent_reads" => V::S(format!("{:?}", c.consistent_reads).to_lowercase()),
+                "authentication_token_cache_ttl" => V::D(a.token_ttl),
+                "authorization_cache_authorized_ttl" => V::D(a.allowed_ttl),
+                "authorization_cache_unauthorized_ttl" => V::D(a.denied_ttl),
+                "review_cache_entries" => V::N(a.max_entries),
+                "max_token_reviews_in_flight" => V::N(a.max_token_reviews_in_flight as u64),
+                "max_requests_per_user" => V::N(l.requests_per_user as u64),
+                "max_watches_per_user" => V::N(l.watches_per_user as u64),
+                "max_url_bytes" => V::N(l.max_url_bytes as u64),
+                "max_request_header_bytes" => V::N(l.max_header_bytes as u64),
+                "max_request_body_bytes" => V::N(l.max_body_bytes),
+                "request_header_timeout" => V::D(l.header_read_timeout),
+                "connection_idle_timeout" => V::D(l.idle_timeout),
+                // Off loopback; on it (as here) none.
+                "shutdown_delay_duration" => V::D(SHUTDOWN_DELAY_OFF_LOOPBACK),
+                "consistency_check_interval" => V::D(c.reflector.consistency_check.unwrap()),
+                "upstream_gzip" => V::B(c.reflector.gzip),
+                "cache_idle_timeout" => V::D(c.cache.idle_after.unwrap()),
+                "snapshot_interval" => V::D(c.edge.snapshot_every),
+                "history_capacity" => V::N(c.history.capacity as u64),
+                "history_window_seconds" => V::N(c.history.window.as_secs()),
+                "drain_seconds" => V::N(c.drain.as_secs()),
+                _ => panic!("{field} states a default this test does not read"),
+            }
+        };
+        assert!(stated.len() >= 20, "{stated:?}");
+        for (field, value) in &stated {
+            match got(field) {
+                V::D(d) => assert_eq!(value.parse::<GoDuration>().map(|g| g.0), Ok(d), "{field}"),
+                V::N(n) => assert_eq!(value.parse::<u64>(), Ok(n), "{field}"),
+                V::B(b) => assert_eq!(value.parse::<bool>(), Ok(b), "{field}"),
+                V::S(s) => assert_eq!(value, &s, "{field}"),
+            }
+        }
+        assert_eq!(c.shutdown_delay, Duration::ZERO);
     }
 
     #[test]
