@@ -77,14 +77,16 @@ impl Personality {
     /// naming their metric (all three 1.30's); v1.28's are v1.29's without
     /// PVs' and PVCs' VolumeAttributesClass column, and with flowcontrol at
     /// v1beta3 and v1beta2 (both 1.29's changes); v1.27's are v1.28's but
-    /// for pods, printed without sidecars (#116429 is 1.28's). Releases
-    /// between v1.20 and v1.27 changed printers one by one (pods' restarts
-    /// in 1.22, SchedulingGated in 1.26, …) and not every change is dated
-    /// yet: their Tables are the upstream's to print (`None`), as older
-    /// releases' are.
+    /// for pods, printed without sidecars (#116429 is 1.28's); v1.26's are
+    /// v1.27's but for the alpha cluster trust bundles' printer (1.27's).
+    /// Releases between v1.20 and v1.26 changed printers one by one (pods'
+    /// restarts in 1.22, SchedulingGated in 1.26, …) and not every change
+    /// is dated yet: their Tables are the upstream's to print (`None`), as
+    /// older releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            26 => Some(Printers::V1_26),
             27 => Some(Printers::V1_27),
             28 => Some(Printers::V1_28),
             29 => Some(Printers::V1_29),
@@ -177,6 +179,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_26,
     V1_27,
     V1_28,
     V1_29,
@@ -193,8 +196,9 @@ impl Printers {
     /// Every release's printers, oldest first: what is kept per release
     /// (a type's printer, a columns file) is kept in `[_; COUNT]`s
     /// indexed by `index`.
-    pub const ALL: [Printers; 11] = [
+    pub const ALL: [Printers; 12] = [
         Printers::V1_20,
+        Printers::V1_26,
         Printers::V1_27,
         Printers::V1_28,
         Printers::V1_29,
@@ -221,6 +225,7 @@ impl Printers {
     pub fn minor(self) -> u32 {
         match self {
             Printers::V1_20 => 20,
+            Printers::V1_26 => 26,
             Printers::V1_27 => 27,
             Printers::V1_28 => 28,
             Printers::V1_29 => 29,
@@ -305,9 +310,10 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_27_to_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_26_to_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 26).0.printers(), Some(Printers::V1_26));
         assert_eq!(Personality::of(1, 27).0.printers(), Some(Printers::V1_27));
         assert_eq!(Personality::of(1, 28).0.printers(), Some(Printers::V1_28));
         assert_eq!(Personality::of(1, 29).0.printers(), Some(Printers::V1_29));
@@ -317,7 +323,7 @@ mod tests {
         assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
         assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
         assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 25, 26] {
+        for minor in [21, 22, 24, 25] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

@@ -81,6 +81,7 @@ struct File {
 /// Each release's columns file, in `Printers::ALL`'s order.
 const FILES: [&str; Printers::COUNT] = [
     include_str!("columns.json"),
+    include_str!("columns_v1_26.json"),
     include_str!("columns_v1_27.json"),
     include_str!("columns_v1_28.json"),
     include_str!("columns_v1_29.json"),
@@ -628,6 +629,35 @@ mod tests {
         let ip = |p| printed(p, "/v1/pods").unwrap()[5].description.clone();
         assert!(ip(v1_27).starts_with("IP address allocated to the pod."));
         assert!(ip(v1_28).starts_with("podIP address allocated to the pod."));
+    }
+
+    #[test]
+    fn v1_26_has_v1_27s_columns_but_cluster_trust_bundles() {
+        let names = |p: Printers, gvr: &str| -> Vec<String> {
+            printed(p, gvr)
+                .unwrap()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        let (v1_26, v1_27) = (Printers::V1_26, Printers::V1_27);
+        let bundles = "certificates.k8s.io/v1alpha1/clustertrustbundles";
+        assert!(printed(v1_27, bundles).is_some() && printed(v1_26, bundles).is_none());
+        let mut newer = printed_resources(v1_27);
+        newer.retain(|g| *g != bundles);
+        assert_eq!(printed_resources(v1_26), newer);
+        for gvr in newer {
+            assert_eq!(names(v1_26, gvr), names(v1_27, gvr), "{gvr}");
+        }
+        // Described as 1.26's docs have it, before 1.27 began each field's
+        // text with its name.
+        let value = |p| {
+            printed(p, "scheduling.k8s.io/v1/priorityclasses").unwrap()[1]
+                .description
+                .clone()
+        };
+        assert!(value(v1_26).starts_with("The value of this priority class."));
+        assert!(value(v1_27).starts_with("value represents the integer value"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json … columns_v1_28.json: Table column
-definitions as kube-apiserver v1.35 to v1.28 serve them, for the printers
+"""Regenerates columns_v1_35.json … columns_v1_26.json: Table column
+definitions as kube-apiserver v1.35 to v1.26 serve them, for the printers
 whose every column can be derived. Usage, from the repository's root:
 
     src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
@@ -11,6 +11,8 @@ whose every column can be derived. Usage, from the repository's root:
     src/encode/print/columns_v1_32_to_35.py 30 > src/encode/print/columns_v1_30.json
     src/encode/print/columns_v1_32_to_35.py 29 > src/encode/print/columns_v1_29.json
     src/encode/print/columns_v1_32_to_35.py 28 > src/encode/print/columns_v1_28.json
+    src/encode/print/columns_v1_32_to_35.py 27 > src/encode/print/columns_v1_27.json
+    src/encode/print/columns_v1_32_to_35.py 26 > src/encode/print/columns_v1_26.json
     src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
@@ -182,9 +184,25 @@ container counted, restarts from the containers alone once initialized
 (the last restart's age still the latest of all), and "0 (5m ago)"
 possible (no restarts guard), as printers/core.rs says.
 
-The served twins' texts (TWINS) are checked the same in each release's
-docs as in v1.32's, the release whose extensions/v1beta1 and batch/v1beta1
-texts were read from a copy of those types.
+v1.26 (no recording either) has v1.27's columns but for cluster trust
+bundles (certificates v1alpha1, #113218, 1.27; V1_26_LEFT_OUT), with
+1.26's API docs (k8s-openapi 0.22.0's v1_26), and v1.27's rows. A helper
+read ahmedtd/kubernetes@4a52a06c (1.26 development, before #113274),
+igusher/kubernetes@cdeefb60 (after the DRA merge, the pod security
+policy printer still registered) and pohly's 120fe8a8 whole, their
+lengths accounting for every character: between 4a52a06c and 120fe8a8
+the printers of types served by default changed only by pods'
+SchedulingGated reason (#113274, KEP-3521, 1.26); the rest are alpha
+printers (cluster trust bundles, IP addresses and DRA v1alpha2, all
+CHANGELOG-1.27's; admission policies, new in 1.26 at v1alpha1), the
+removal of the pod security policy printer (an API not served since
+1.25) and output-neutral edits. So 1.26 prints served types as 1.27
+does, whichever side of that window its branch was cut.
+
+The served twins' texts of the fields printed from extensions/v1beta1 and
+batch/v1beta1 (check_twin) are checked the same in each release's docs as
+in v1.32's, the release whose texts of those types were read from a copy
+of them.
 
 "default" (the default convertor's resources) and ObjectMeta's "name" and
 "creationTimestamp" (the default and custom resource convertors' Name and
@@ -234,25 +252,30 @@ def openapi_root(minor):
     return derived.k8s_openapi(f"v1_{minor}")
 
 
-# The served types whose texts are those of extensions/v1beta1's and
-# batch/v1beta1's copies (their comments were changed together), checked
-# the same in a release's docs as in v1.32's before its printers read
-# v1.32's texts of the unserved ones.
-TWINS = ["io.k8s.api.apps.v1." + t for t in (
-    "DeploymentSpec", "DeploymentStatus", "ReplicaSetSpec", "ReplicaSetStatus",
-    "DaemonSetSpec", "DaemonSetStatus")] + [
-    "io.k8s.api.batch.v1.CronJobSpec", "io.k8s.api.batch.v1.CronJobStatus"]
+# The served twins of the unserved types whose texts the printers of
+# releases older than 1.32 read as v1.32's (extensions/v1beta1's and
+# batch/v1beta1's, whose comments were changed with their twins'): each
+# field a release prints must read in its docs as in v1.32's.
+TWIN_PREFIX = {"extensions/v1beta1 ": "io.k8s.api.apps.v1.",
+               "batch/v1beta1 ": "io.k8s.api.batch.v1."}
 
 
-def check_twins(minor):
-    if minor >= 32:
+def check_twin(field, minor):
+    """Fails unless `field` (an OLD_API_DOCS source), printed at 1.`minor`,
+    has a served twin that reads there as at 1.32 (or none: the texts of
+    autoscaling/v2beta1, discovery/v1beta1 and rbac/v1beta1 did not change
+    in these releases, see OLD_API_DOCS)."""
+    prefix = next((p for p in TWIN_PREFIX if field.startswith(p)), None)
+    if minor >= 32 or prefix is None:
         return
+    definition, name = field[len(prefix):].split(".")
+    twin = TWIN_PREFIX[prefix] + definition
     for minor_ in (minor, 32):
         if minor_ not in DOCS:
             DOCS[minor_] = parse_openapi(openapi_root(minor_))
-    for d in TWINS:
-        if DOCS[minor][d] != DOCS[32][d]:
-            raise SystemExit(f"{d}'s docs at 1.{minor} are not 1.32's: its unserved twin's may differ")
+    if DOCS[minor][twin].get(name) != DOCS[32][twin].get(name):
+        raise SystemExit(f"{twin}.{name}'s docs at 1.{minor} are not 1.32's: "
+                         f"its unserved twin's may differ")
 
 
 def describe(spec, minor):
@@ -474,6 +497,10 @@ V1_32_LEFT_OUT = {
     "certificates.k8s.io/v1beta1/clustertrustbundles":
         "certificates v1beta1 cluster trust bundles are 1.33's (#128499)",
 }
+V1_26_LEFT_OUT = {
+    "certificates.k8s.io/v1alpha1/clustertrustbundles":
+        "certificates v1alpha1 cluster trust bundles are 1.27's (#113218)",
+}
 V1_33_LEFT_OUT = {
     gvr: "resource.k8s.io/v1 is 1.34's (#132706); 1.33 serves resource.k8s.io only at "
          "v1alpha3/v1beta1/v1beta2 and none of them by default"
@@ -506,6 +533,10 @@ PRINTERS_GO_COPIES = [
     (30, "printers.go of v1.30", "ivanvc/kubernetes",
      "16caa9ec (1.30 development, before its code freeze)"),
     (29, "printers.go of v1.29", "iscas-fork/kubernetes", "c6446be5 (its own import aliases aside)"),
+    (26, "printers.go of v1.26", "igusher/kubernetes",
+     "cdeefb60 (after the DRA merge, the pod security policy printer still there), read whole "
+     "against ahmedtd/kubernetes@4a52a06c (1.26 development) and pohly's 120fe8a8: for types "
+     "served by default only SchedulingGated (#113274, 1.26) between them"),
     (27, "printers.go of v1.27", "sanposhiho/kubernetes",
      "059ce4e8 (June 2023, v1.28.0-alpha.2's window; its imports repackaged), read whole against "
      "pohly/kubernetes@120fe8a8 (mid-March 2023): only CHANGELOG-1.27's #113218, #115075, #116299 "
@@ -528,11 +559,12 @@ CHANGES_DATED = [
     (28, "CHANGELOG-1.29 (#121104 PVs' and PVCs' VolumeAttributesClass, #121089 flowcontrol v1)"),
     (27, "CHANGELOG-1.28 (#116429 sidecars in printPod; #119215 admission policy bindings' "
          "ParamRef cell, at v1alpha1 in 1.27, not served by default)"),
+    (26, "CHANGELOG-1.27 (#113218 cluster trust bundles, #115075 IP addresses, #116299 DRA "
+         "v1alpha2: all alpha)"),
 ]
 
 
 def build(minor):
-    check_twins(minor)
     v1_36 = json.load(open(os.path.join(HERE, "columns_v1_36.json")))
     printed, left_out = {}, {}
     for gvr, cols in v1_36["printed"].items():
@@ -552,6 +584,9 @@ def build(minor):
         if minor <= 32 and gvr in V1_32_LEFT_OUT:
             left_out[gvr] = V1_32_LEFT_OUT[gvr]
             continue
+        if minor <= 26 and gvr in V1_26_LEFT_OUT:
+            left_out[gvr] = V1_26_LEFT_OUT[gvr]
+            continue
         if gvr in OLD_API_DOCS:
             src = {**src, **old_api_sources(gvr, cols, minor)}
         for since, columns in ((32, V1_32_COLUMNS), (31, V1_31_COLUMNS), (29, V1_29_COLUMNS),
@@ -559,6 +594,9 @@ def build(minor):
             if minor <= since and gvr in columns:
                 by_name = {c["name"]: c for c in cols}
                 cols = [by_name[n] for n in columns[gvr]]
+        for c in cols:
+            if c["name"] in OLD_API_DOCS.get(gvr, {}):
+                check_twin(OLD_API_DOCS[gvr][c["name"]][0], minor)
         missing = [c["name"] for c in cols if c["name"] not in src]
         if missing:
             left_out[gvr] = f"no 1.{minor} source for {', '.join(missing)}"
@@ -603,14 +641,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in range(27, 36):
+        for minor in range(26, 36):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in ([str(m)] for m in range(27, 36)):
-        raise SystemExit("usage: columns_v1_32_to_35.py 27|28|…|35|--check")
+    if ARGS not in ([str(m)] for m in range(26, 36)):
+        raise SystemExit("usage: columns_v1_32_to_35.py 26|27|…|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

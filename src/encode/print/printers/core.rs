@@ -45,7 +45,7 @@ fn pod_v1_30(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_30)
 }
 
-/// v1.27's `printPod`: v1.30's without sidecars, which #116429 brought in
+/// v1.27's `printPod` (v1.26's too): v1.30's without sidecars, which #116429 brought in
 /// 1.28. No init container counts among the containers; once initialized,
 /// restarts are the containers' alone, while the last restart's age stays
 /// the latest of all (its date is not set back); and a pod none of whose
