@@ -132,13 +132,16 @@ pub enum Personality {
     V1_27,
     /// v1.26: likewise, with v1.26's.
     V1_26,
+    /// v1.25: likewise, with v1.25's.
+    V1_25,
 }
 
 impl Personality {
-    /// `v1.20`, `v1.26` to `v1.36` (the `v` optional).
+    /// `v1.20`, `v1.25` to `v1.36` (the `v` optional).
     pub fn parse(s: &str) -> Option<Self> {
         match s.strip_prefix('v').unwrap_or(s) {
             "1.20" => Some(Personality::V1_20),
+            "1.25" => Some(Personality::V1_25),
             "1.26" => Some(Personality::V1_26),
             "1.27" => Some(Personality::V1_27),
             "1.28" => Some(Personality::V1_28),
@@ -159,6 +162,7 @@ impl Personality {
         use kubecache::encode::personality::Personality as P;
         match self {
             Personality::V1_20 => P::V1_20,
+            Personality::V1_25 => P::of(1, 25).0,
             Personality::V1_26 => P::of(1, 26).0,
             Personality::V1_27 => P::of(1, 27).0,
             Personality::V1_28 => P::of(1, 28).0,
@@ -198,6 +202,11 @@ impl Personality {
             // Go 1.23.3 built 1.32 (kubernetes#128852); no emulation fields.
             Personality::V1_32 => {
                 serde_json::json!({"major": "1", "minor": "32", "gitVersion": "v1.32.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.3", "compiler": "gc", "platform": "linux/amd64"})
+            }
+            // Go 1.19.0 (kubernetes#111679, the last Go bump read in 1.25's
+            // notes; a later one is not ruled out).
+            Personality::V1_25 => {
+                serde_json::json!({"major": "1", "minor": "25", "gitVersion": "v1.25.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19.0", "compiler": "gc", "platform": "linux/amd64"})
             }
             // Go 1.19.3 (kubernetes#113550, the last Go bump read in 1.26's
             // notes; a later one is not ruled out).

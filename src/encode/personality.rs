@@ -78,14 +78,18 @@ impl Personality {
     /// PVs' and PVCs' VolumeAttributesClass column, and with flowcontrol at
     /// v1beta3 and v1beta2 (both 1.29's changes); v1.27's are v1.28's but
     /// for pods, printed without sidecars (#116429 is 1.28's); v1.26's are
-    /// v1.27's but for the alpha cluster trust bundles' printer (1.27's).
-    /// Releases between v1.20 and v1.26 changed printers one by one (pods'
-    /// restarts in 1.22, SchedulingGated in 1.26, …) and not every change
-    /// is dated yet: their Tables are the upstream's to print (`None`), as
-    /// older releases' are.
+    /// v1.27's but for the alpha cluster trust bundles' printer (1.27's);
+    /// v1.25's are v1.26's without pods' SchedulingGated and with
+    /// flowcontrol at v1beta1/v1beta2, its priority levels'
+    /// AssuredConcurrencyShares (both 1.26's changes). Releases between
+    /// v1.20 and v1.25 changed printers one by one (pods' restarts in 1.22,
+    /// the CSI drivers' gates, …) and not every change is dated yet: their
+    /// Tables are the upstream's to print (`None`), as older releases'
+    /// are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            25 => Some(Printers::V1_25),
             26 => Some(Printers::V1_26),
             27 => Some(Printers::V1_27),
             28 => Some(Printers::V1_28),
@@ -179,6 +183,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_25,
     V1_26,
     V1_27,
     V1_28,
@@ -196,8 +201,9 @@ impl Printers {
     /// Every release's printers, oldest first: what is kept per release
     /// (a type's printer, a columns file) is kept in `[_; COUNT]`s
     /// indexed by `index`.
-    pub const ALL: [Printers; 12] = [
+    pub const ALL: [Printers; 13] = [
         Printers::V1_20,
+        Printers::V1_25,
         Printers::V1_26,
         Printers::V1_27,
         Printers::V1_28,
@@ -225,6 +231,7 @@ impl Printers {
     pub fn minor(self) -> u32 {
         match self {
             Printers::V1_20 => 20,
+            Printers::V1_25 => 25,
             Printers::V1_26 => 26,
             Printers::V1_27 => 27,
             Printers::V1_28 => 28,
@@ -310,9 +317,10 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_26_to_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_25_to_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 25).0.printers(), Some(Printers::V1_25));
         assert_eq!(Personality::of(1, 26).0.printers(), Some(Printers::V1_26));
         assert_eq!(Personality::of(1, 27).0.printers(), Some(Printers::V1_27));
         assert_eq!(Personality::of(1, 28).0.printers(), Some(Printers::V1_28));
@@ -323,7 +331,7 @@ mod tests {
         assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
         assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
         assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 24, 25] {
+        for minor in [21, 22, 23, 24] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

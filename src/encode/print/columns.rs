@@ -81,6 +81,7 @@ struct File {
 /// Each release's columns file, in `Printers::ALL`'s order.
 const FILES: [&str; Printers::COUNT] = [
     include_str!("columns.json"),
+    include_str!("columns_v1_25.json"),
     include_str!("columns_v1_26.json"),
     include_str!("columns_v1_27.json"),
     include_str!("columns_v1_28.json"),
@@ -658,6 +659,46 @@ mod tests {
         };
         assert!(value(v1_26).starts_with("The value of this priority class."));
         assert!(value(v1_27).starts_with("value represents the integer value"));
+    }
+
+    #[test]
+    fn v1_25_has_v1_26s_columns_but_flowcontrol_at_v1beta1_and_v1beta2_with_assured_shares() {
+        let names = |p: Printers, gvr: &str| -> Vec<String> {
+            printed(p, gvr)
+                .unwrap()
+                .iter()
+                .map(|c| c.name.clone())
+                .collect()
+        };
+        let (v1_25, v1_26) = (Printers::V1_25, Printers::V1_26);
+        let flowcontrol = "flowcontrol.apiserver.k8s.io/";
+        for gvr in printed_resources(v1_26) {
+            if !gvr.starts_with(flowcontrol) {
+                assert_eq!(names(v1_25, gvr), names(v1_26, gvr), "{gvr}");
+            }
+        }
+        let levels = |version| format!("{flowcontrol}{version}/prioritylevelconfigurations");
+        assert!(printed(v1_25, &levels("v1beta3")).is_none());
+        for version in ["v1beta1", "v1beta2"] {
+            let l = printed(v1_25, &levels(version)).unwrap();
+            assert_eq!(l[2].name, "AssuredConcurrencyShares");
+            // SwaggerDoc's text, as v1.20 was recorded printing it.
+            let v1_20 = printed(Printers::V1_20, &levels("v1beta1")).unwrap();
+            assert_eq!(l[2].description, v1_20[2].description);
+            let schemas = format!("{flowcontrol}{version}/flowschemas");
+            assert_eq!(
+                names(v1_25, &schemas),
+                names(v1_26, &format!("{flowcontrol}v1beta3/flowschemas"))
+            );
+        }
+        // extensions/v1beta1's typo, fixed in 1.26.
+        let current = |p| {
+            printed(p, "apps/v1/replicasets").unwrap()[2]
+                .description
+                .clone()
+        };
+        assert!(current(v1_25).contains("most recently oberved number"));
+        assert!(current(v1_26).contains("most recently observed number"));
     }
 
     #[test]

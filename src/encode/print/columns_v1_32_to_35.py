@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json … columns_v1_26.json: Table column
-definitions as kube-apiserver v1.35 to v1.26 serve them, for the printers
+"""Regenerates columns_v1_35.json … columns_v1_25.json: Table column
+definitions as kube-apiserver v1.35 to v1.25 serve them, for the printers
 whose every column can be derived. Usage, from the repository's root:
 
     src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
@@ -13,6 +13,7 @@ whose every column can be derived. Usage, from the repository's root:
     src/encode/print/columns_v1_32_to_35.py 28 > src/encode/print/columns_v1_28.json
     src/encode/print/columns_v1_32_to_35.py 27 > src/encode/print/columns_v1_27.json
     src/encode/print/columns_v1_32_to_35.py 26 > src/encode/print/columns_v1_26.json
+    src/encode/print/columns_v1_32_to_35.py 25 > src/encode/print/columns_v1_25.json
     src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
@@ -199,6 +200,25 @@ removal of the pod security policy printer (an API not served since
 1.25) and output-neutral edits. So 1.26 prints served types as 1.27
 does, whichever side of that window its branch was cut.
 
+v1.25 (no recording either) is v1.26 less what 1.26 changed, dated by
+CHANGELOG-1.26: pods' SchedulingGated reason (#113274; printers/core.rs),
+flowcontrol v1beta3 and the NominalConcurrencyShares it renamed (#112306):
+1.25 serves flow schemas and priority levels at v1beta1 and v1beta2,
+described from v1beta2's docs, a priority level's shares column
+AssuredConcurrencyShares (V1_25_FLOWCONTROL; its text SwaggerDoc's, cut at
+the comment's "---", which reproduces v1.20's recorded one exactly), and
+the alpha admission policy (#112883) and DRA (#111023) printers. A helper
+read hj-johannes-lee/kubernetes@43767baa (master of late March to
+mid-April 2022: its ClusterCIDRConfig printer came with #108290 and went
+with #109436) and ahmedtd's 4a52a06c whole, lengths accounting for every
+character: between them the printers of types served by default changed
+only by #112306 and output-neutral edits (#110408, 1.25's cell types; an
+endpoints formatter rewritten; ClusterCIDR renames, alpha). No copy pinned
+to 1.25 was found. extensions/v1beta1's replica sets' Current still reads
+"oberved" at 1.25 (EXTENSIONS_V1_25): its served twin has the typo at 1.25
+and not at 1.26, as v1.20's recorded text has it. Descriptions are
+k8s-openapi 0.22.0's v1_25.
+
 The served twins' texts of the fields printed from extensions/v1beta1 and
 batch/v1beta1 (check_twin) are checked the same in each release's docs as
 in v1.32's, the release whose texts of those types were read from a copy
@@ -273,6 +293,12 @@ def check_twin(field, minor):
     for minor_ in (minor, 32):
         if minor_ not in DOCS:
             DOCS[minor_] = parse_openapi(openapi_root(minor_))
+    older = EXTENSIONS_V1_25.get(f"{definition}.{name}") if minor <= 25 else None
+    if older is not None:
+        # The older text printed: the twin must read so at that release.
+        if DOCS[minor][twin].get(name) != older:
+            raise SystemExit(f"{twin}.{name}'s docs at 1.{minor} are not EXTENSIONS_V1_25's")
+        return
     if DOCS[minor][twin].get(name) != DOCS[32][twin].get(name):
         raise SystemExit(f"{twin}.{name}'s docs at 1.{minor} are not 1.32's: "
                          f"its unserved twin's may differ")
@@ -293,7 +319,13 @@ def describe(spec, minor):
     texts = {docs[d][f] for d, f in spec[1] if f in docs.get(d, {})}
     if len(texts) != 1:
         raise SystemExit(f"{spec}: the candidates do not agree at 1.{minor}: {texts}")
-    return texts.pop()
+    text = texts.pop()
+    if kind == "swagger":
+        # SwaggerDoc()'s text, which apimachinery's fmtRawDoc cuts at the
+        # first "---" of the comment (the OpenAPI text goes on); v1.20's
+        # recorded AssuredConcurrencyShares is exactly that cut.
+        return text.split("---")[0]
+    return text
 
 
 def sources(gvr):
@@ -435,6 +467,16 @@ EXTENSIONS_V1_32 = {
     "ReplicaSetStatus.readyReplicas": "The number of ready replicas for this replica set.",
 }
 
+# extensions/v1beta1 before 1.26, where its text is not 1.32's: the typo
+# "oberved" that v1.20's recorded replica sets' Current has, which apps/v1
+# (its served twin, fixed with it) still has at 1.25 and not at 1.26.
+EXTENSIONS_V1_25 = {
+    "ReplicaSetStatus.replicas":
+        "Replicas is the most recently oberved number of replicas. More info: "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/"
+        "#what-is-a-replicationcontroller",
+}
+
 
 def old_api_sources(gvr, cols, minor):
     """The literal each OLD_API_DOCS column is described with; a text
@@ -450,6 +492,8 @@ def old_api_sources(gvr, cols, minor):
             raise SystemExit(f"{gvr} {name}: {field}'s text is v1.36's; write None")
         if minor <= 32 and field.startswith("extensions/v1beta1 "):
             text = EXTENSIONS_V1_32.get(field.split(" ", 1)[1], text)
+        if minor <= 25 and field.startswith("extensions/v1beta1 "):
+            text = EXTENSIONS_V1_25.get(field.split(" ", 1)[1], text)
         out[name] = derived.lit(text)
     return out
 
@@ -477,11 +521,19 @@ V1_28_COLUMNS = {
 # versions, its printers.go describing them from v1beta3's docs.
 V1_28_FLOWCONTROL = ("v1beta2", "v1beta3")
 FLOWCONTROL_V1 = "flowcontrol.apiserver.k8s.io/v1/"
+# 1.25 serves flowcontrol at v1beta1 and v1beta2 (v1beta3 and its
+# NominalConcurrencyShares are 1.26's, #112306), its printers.go describing
+# them from v1beta2's docs, a priority level's shares as
+# AssuredConcurrencyShares (SwaggerDoc's text, cut at its "---").
+V1_25_FLOWCONTROL = ("v1beta1", "v1beta2")
+V1_25_SHARES = ("AssuredConcurrencyShares", ("swagger", (
+    ("io.k8s.api.flowcontrol.v1beta2.LimitedPriorityLevelConfiguration",
+     "assuredConcurrencyShares"),)))
 
 
 def at_version(spec, old, new):
     """A column's source with its definitions' prefix `old` read as `new`."""
-    if spec[0] != "doc":
+    if spec[0] not in ("doc", "swagger"):
         return spec
     return (spec[0], tuple((new + d[len(old):] if d.startswith(old) else d, f)
                            for d, f in spec[1]))
@@ -533,6 +585,10 @@ PRINTERS_GO_COPIES = [
     (30, "printers.go of v1.30", "ivanvc/kubernetes",
      "16caa9ec (1.30 development, before its code freeze)"),
     (29, "printers.go of v1.29", "iscas-fork/kubernetes", "c6446be5 (its own import aliases aside)"),
+    (25, "printers.go of v1.25", "hj-johannes-lee/kubernetes",
+     "43767baa (master of late March to mid-April 2022, with a local prototype), read whole "
+     "against ahmedtd/kubernetes@4a52a06c (1.26 development): for types served by default only "
+     "1.26's changes between them but output-neutral edits"),
     (26, "printers.go of v1.26", "igusher/kubernetes",
      "cdeefb60 (after the DRA merge, the pod security policy printer still there), read whole "
      "against ahmedtd/kubernetes@4a52a06c (1.26 development) and pohly's 120fe8a8: for types "
@@ -561,6 +617,8 @@ CHANGES_DATED = [
          "ParamRef cell, at v1alpha1 in 1.27, not served by default)"),
     (26, "CHANGELOG-1.27 (#113218 cluster trust bundles, #115075 IP addresses, #116299 DRA "
          "v1alpha2: all alpha)"),
+    (25, "CHANGELOG-1.26 (#113274 SchedulingGated; #112306 flowcontrol v1beta3 and "
+         "NominalConcurrencyShares; #112883 admission policies and #111023 DRA, alpha)"),
 ]
 
 
@@ -600,6 +658,17 @@ def build(minor):
         missing = [c["name"] for c in cols if c["name"] not in src]
         if missing:
             left_out[gvr] = f"no 1.{minor} source for {', '.join(missing)}"
+            continue
+        if minor <= 25 and gvr.startswith(FLOWCONTROL_V1):
+            src = {n: at_version(d, derived.FLOW, "io.k8s.api.flowcontrol.v1beta2.")
+                   for n, d in src.items()}
+            shares, source = V1_25_SHARES
+            cols = [{**c, "name": shares} if c["name"] == "NominalConcurrencyShares" else c
+                    for c in cols]
+            src[shares] = source
+            for version in V1_25_FLOWCONTROL:
+                at = gvr.replace("/v1/", f"/{version}/")
+                printed[at] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
             continue
         if minor <= 28 and gvr.startswith(FLOWCONTROL_V1):
             src = {n: at_version(d, derived.FLOW, "io.k8s.api.flowcontrol.v1beta3.")
@@ -641,14 +710,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in range(26, 36):
+        for minor in range(25, 36):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in ([str(m)] for m in range(26, 36)):
-        raise SystemExit("usage: columns_v1_32_to_35.py 26|27|…|35|--check")
+    if ARGS not in ([str(m)] for m in range(25, 36)):
+        raise SystemExit("usage: columns_v1_32_to_35.py 25|26|…|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

@@ -55,6 +55,12 @@ fn pod_v1_27(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_27)
 }
 
+/// v1.25's `printPod`: v1.26's without the SchedulingGated reason, which
+/// #113274 (KEP-3521) brought in 1.26.
+fn pod_v1_25(p: &Value, r: &mut RowBuilder) {
+    pod_as(p, r, Printers::V1_25)
+}
+
 /// v1.36's `printPod` (v1.35's too): restartable init containers
 /// (sidecars) count as containers, a scheduling-gated pod says so, a
 /// completed pod shows a failed container's reason (since 1.35), only a
@@ -85,6 +91,7 @@ fn last_restart(statuses: &[&Value], since: Option<time::Nanos>) -> Option<time:
 fn pod_as(p: &Value, r: &mut RowBuilder, printers: Printers) {
     let v1_36 = printers != Printers::V1_20;
     let sidecars = printers.minor() >= 28;
+    let scheduling_gated = printers.minor() >= 26;
     let error_reason_shown = printers.minor() >= 35;
     let finished_not_terminating = printers.minor() >= 31;
     let init_specs = arr(p, &["spec", "initContainers"]);
@@ -112,7 +119,7 @@ fn pod_as(p: &Value, r: &mut RowBuilder, printers: Printers) {
         status_reason.to_string()
     };
     let conditions = arr(p, &["status", "conditions"]);
-    if v1_36
+    if scheduling_gated
         && conditions
             .iter()
             .any(|c| s(c, &["type"]) == "PodScheduled" && s(c, &["reason"]) == "SchedulingGated")
@@ -315,6 +322,7 @@ pub fn lookup_since_v1_34(
         return None;
     }
     Some(match (printers, resource) {
+        (p, "pods") if p.minor() <= 25 => pod_v1_25,
         (p, "pods") if p.minor() <= 27 => pod_v1_27,
         (p, "pods") if p.minor() <= 30 => pod_v1_30,
         (p, "pods") if p.minor() <= 34 => pod_v1_34,
@@ -558,11 +566,17 @@ mod tests {
                 {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]}),
         );
         assert_eq!(
-            status_as_both(gated),
+            status_as_both(gated.clone()),
             (
                 r#"["p","0/1","Pending",0]"#.into(),
                 r#"["p","0/1","SchedulingGated","0"]"#.into()
             )
+        );
+        // 1.25 (before #113274) shows the phase, in 1.22's string restarts.
+        let row = cells_as(Personality::of(1, 25).0, PODS, gated, NOW);
+        assert!(
+            row.starts_with(r#""cells":["p","0/1","Pending","0","#),
+            "{row}"
         );
     }
 
