@@ -195,49 +195,33 @@ impl Personality {
 
     /// Its `/version`.
     pub fn version(self) -> serde_json::Value {
+        // A release before 1.33's emulation fields (kubernetes#130019).
+        let before_emulation = |minor: &str, git: &str, go: &str| serde_json::json!({"major": "1", "minor": minor, "gitVersion": format!("{git}-kubecache-sim"), "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": go, "compiler": "gc", "platform": "linux/amd64"});
         match self {
-            Personality::V1_20 => {
-                serde_json::json!({"major": "1", "minor": "20", "gitVersion": "v1.20.2-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_20 => before_emulation("20", "v1.20.2", "go1.19"),
             // Go 1.23.3 built 1.32 (kubernetes#128852); no emulation fields.
-            Personality::V1_32 => {
-                serde_json::json!({"major": "1", "minor": "32", "gitVersion": "v1.32.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.3", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_32 => before_emulation("32", "v1.32.0", "go1.23.3"),
             // Go 1.19.0 (kubernetes#111679, the last Go bump read in 1.25's
             // notes; a later one is not ruled out).
-            Personality::V1_25 => {
-                serde_json::json!({"major": "1", "minor": "25", "gitVersion": "v1.25.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19.0", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_25 => before_emulation("25", "v1.25.0", "go1.19.0"),
             // Go 1.19.3 (kubernetes#113550, the last Go bump read in 1.26's
             // notes; a later one is not ruled out).
-            Personality::V1_26 => {
-                serde_json::json!({"major": "1", "minor": "26", "gitVersion": "v1.26.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.19.3", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_26 => before_emulation("26", "v1.26.0", "go1.19.3"),
             // Go 1.20.2 (kubernetes#116404, the last Go bump read in 1.27's
             // notes; a later one is not ruled out).
-            Personality::V1_27 => {
-                serde_json::json!({"major": "1", "minor": "27", "gitVersion": "v1.27.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.20.2", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_27 => before_emulation("27", "v1.27.0", "go1.20.2"),
             // Go 1.20.5 (kubernetes#118507, the last Go bump read in 1.28's
             // development notes; a later one is not ruled out).
-            Personality::V1_28 => {
-                serde_json::json!({"major": "1", "minor": "28", "gitVersion": "v1.28.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.20.5", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_28 => before_emulation("28", "v1.28.0", "go1.20.5"),
             // Go 1.21.4 (kubernetes#121808, the last Go bump read in 1.29's
             // notes), as for v1.30 below.
-            Personality::V1_29 => {
-                serde_json::json!({"major": "1", "minor": "29", "gitVersion": "v1.29.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.21.4", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_29 => before_emulation("29", "v1.29.0", "go1.21.4"),
             // Go 1.22.1 (kubernetes#123750, CHANGELOG-1.30's last Go bump
             // read here; a later one is not ruled out: kubecache reads no
             // more of /version than major, minor and gitVersion).
-            Personality::V1_30 => {
-                serde_json::json!({"major": "1", "minor": "30", "gitVersion": "v1.30.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.1", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_30 => before_emulation("30", "v1.30.0", "go1.22.1"),
             // Go 1.22.5 built 1.31 (kubernetes#125894); no emulation fields.
-            Personality::V1_31 => {
-                serde_json::json!({"major": "1", "minor": "31", "gitVersion": "v1.31.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.22.5", "compiler": "gc", "platform": "linux/amd64"})
-            }
+            Personality::V1_31 => before_emulation("31", "v1.31.0", "go1.22.5"),
             // As v1.33.3 (k3s) answered, its emulation fields included.
             Personality::V1_33 => {
                 serde_json::json!({"major": "1", "minor": "33", "emulationMajor": "1", "emulationMinor": "33", "minCompatibilityMajor": "1", "minCompatibilityMinor": "32", "gitVersion": "v1.33.0-kubecache-sim", "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24.2", "compiler": "gc", "platform": "linux/amd64"})

@@ -244,13 +244,6 @@ mod tests {
             serde_json::from_str(include_str!("columns_v1_34.json")).unwrap();
         let left_out = file["sources"]["left out"].as_object().unwrap();
         let (v1_34, v1_35) = (Printers::V1_34, Printers::V1_35);
-        let names = |p, gvr| -> Vec<String> {
-            printed(p, gvr)
-                .unwrap()
-                .iter()
-                .map(|c| c.name.clone())
-                .collect()
-        };
         for gvr in printed_resources(v1_35) {
             match printed(v1_34, gvr) {
                 None => assert!(
@@ -258,10 +251,10 @@ mod tests {
                     "{gvr} is neither printed nor left out"
                 ),
                 Some(_) if gvr == "/v1/serviceaccounts" => {
-                    assert_eq!(names(v1_34, gvr), ["Name", "Secrets", "Age"]);
-                    assert_eq!(names(v1_35, gvr), ["Name", "Age"]);
+                    assert_eq!(column_names(v1_34, gvr), ["Name", "Secrets", "Age"]);
+                    assert_eq!(column_names(v1_35, gvr), ["Name", "Age"]);
                 }
-                Some(_) => assert_eq!(names(v1_34, gvr), names(v1_35, gvr), "{gvr}"),
+                Some(_) => assert_eq!(column_names(v1_34, gvr), column_names(v1_35, gvr), "{gvr}"),
             }
         }
         assert_eq!(
@@ -487,27 +480,20 @@ mod tests {
     fn v1_31_has_v1_32s_columns_but_priority_classes_preemption_policy() {
         let (v1_31, v1_32) = (Printers::V1_31, Printers::V1_32);
         assert_eq!(printed_resources(v1_31), printed_resources(v1_32));
-        let names = |p, gvr| -> Vec<String> {
-            printed(p, gvr)
-                .unwrap()
-                .iter()
-                .map(|c| c.name.clone())
-                .collect()
-        };
         for gvr in printed_resources(v1_32) {
             if gvr == "scheduling.k8s.io/v1/priorityclasses" {
                 assert_eq!(
-                    names(v1_31, gvr),
+                    column_names(v1_31, gvr),
                     ["Name", "Value", "Global-Default", "Age"]
                 );
-                assert_eq!(names(v1_32, gvr).last().unwrap(), "PreemptionPolicy");
+                assert_eq!(column_names(v1_32, gvr).last().unwrap(), "PreemptionPolicy");
             } else {
-                assert_eq!(names(v1_31, gvr), names(v1_32, gvr), "{gvr}");
+                assert_eq!(column_names(v1_31, gvr), column_names(v1_32, gvr), "{gvr}");
             }
         }
         // Resource quotas as v1.20's, extensions/v1beta1's texts as 1.32's.
         assert_eq!(
-            names(v1_31, "/v1/resourcequotas"),
+            column_names(v1_31, "/v1/resourcequotas"),
             ["Name", "Age", "Request", "Limit"]
         );
         assert_eq!(
@@ -540,15 +526,8 @@ mod tests {
     fn v1_29_has_v1_30s_columns_but_jobs_status_and_cron_jobs_timezone() {
         let (v1_29, v1_30) = (Printers::V1_29, Printers::V1_30);
         assert_eq!(printed_resources(v1_29), printed_resources(v1_30));
-        let names = |p, gvr| -> Vec<String> {
-            printed(p, gvr)
-                .unwrap()
-                .iter()
-                .map(|c| c.name.clone())
-                .collect()
-        };
         for gvr in printed_resources(v1_30) {
-            let (old, new) = (names(v1_29, gvr), names(v1_30, gvr));
+            let (old, new) = (column_names(v1_29, gvr), column_names(v1_30, gvr));
             match gvr {
                 "batch/v1/jobs" => assert_eq!(
                     [&new[..1], &new[2..]].concat(),
@@ -564,19 +543,14 @@ mod tests {
             }
         }
         // PV/PVC with VolumeAttributesClass (its API is 1.29's).
-        assert!(names(v1_29, "/v1/persistentvolumes").contains(&"VolumeAttributesClass".into()));
+        assert!(
+            column_names(v1_29, "/v1/persistentvolumes").contains(&"VolumeAttributesClass".into())
+        );
     }
 
     #[test]
     fn v1_28_has_v1_29s_columns_but_volume_attributes_classes_and_flowcontrol_at_its_betas() {
         let (v1_28, v1_29) = (Printers::V1_28, Printers::V1_29);
-        let names = |p: Printers, gvr: &str| -> Vec<String> {
-            printed(p, gvr)
-                .unwrap()
-                .iter()
-                .map(|c| c.name.clone())
-                .collect()
-        };
         let flowcontrol = "flowcontrol.apiserver.k8s.io/";
         for gvr in printed_resources(v1_29) {
             if let Some(kind) = gvr
@@ -587,11 +561,11 @@ mod tests {
                 assert!(printed(v1_28, gvr).is_none(), "{gvr}");
                 for version in ["v1beta2", "v1beta3"] {
                     let at = format!("{flowcontrol}{version}/{kind}");
-                    assert_eq!(names(v1_28, &at), names(v1_29, gvr), "{at}");
+                    assert_eq!(column_names(v1_28, &at), column_names(v1_29, gvr), "{at}");
                 }
                 continue;
             }
-            let (old, new) = (names(v1_28, gvr), names(v1_29, gvr));
+            let (old, new) = (column_names(v1_28, gvr), column_names(v1_29, gvr));
             if gvr == "/v1/persistentvolumes" || gvr == "/v1/persistentvolumeclaims" {
                 let without: Vec<String> = new
                     .iter()
@@ -614,17 +588,10 @@ mod tests {
     fn v1_27_has_v1_28s_columns() {
         // 1.28's printer changes were rows (pods' sidecars) and an alpha
         // binding's cell; the columns differ only by 1.27's API docs.
-        let names = |p: Printers, gvr: &str| -> Vec<String> {
-            printed(p, gvr)
-                .unwrap()
-                .iter()
-                .map(|c| c.name.clone())
-                .collect()
-        };
         let (v1_27, v1_28) = (Printers::V1_27, Printers::V1_28);
         assert_eq!(printed_resources(v1_27), printed_resources(v1_28));
         for gvr in printed_resources(v1_28) {
-            assert_eq!(names(v1_27, gvr), names(v1_28, gvr), "{gvr}");
+            assert_eq!(column_names(v1_27, gvr), column_names(v1_28, gvr), "{gvr}");
         }
         // A pod's IP, described as 1.27's docs have it.
         let ip = |p| printed(p, "/v1/pods").unwrap()[5].description.clone();
@@ -634,13 +601,6 @@ mod tests {
 
     #[test]
     fn v1_26_has_v1_27s_columns_but_cluster_trust_bundles() {
-        let names = |p: Printers, gvr: &str| -> Vec<String> {
-            printed(p, gvr)
-                .unwrap()
-                .iter()
-                .map(|c| c.name.clone())
-                .collect()
-        };
         let (v1_26, v1_27) = (Printers::V1_26, Printers::V1_27);
         let bundles = "certificates.k8s.io/v1alpha1/clustertrustbundles";
         assert!(printed(v1_27, bundles).is_some() && printed(v1_26, bundles).is_none());
@@ -648,7 +608,7 @@ mod tests {
         newer.retain(|g| *g != bundles);
         assert_eq!(printed_resources(v1_26), newer);
         for gvr in newer {
-            assert_eq!(names(v1_26, gvr), names(v1_27, gvr), "{gvr}");
+            assert_eq!(column_names(v1_26, gvr), column_names(v1_27, gvr), "{gvr}");
         }
         // Described as 1.26's docs have it, before 1.27 began each field's
         // text with its name.
@@ -663,18 +623,11 @@ mod tests {
 
     #[test]
     fn v1_25_has_v1_26s_columns_but_flowcontrol_at_v1beta1_and_v1beta2_with_assured_shares() {
-        let names = |p: Printers, gvr: &str| -> Vec<String> {
-            printed(p, gvr)
-                .unwrap()
-                .iter()
-                .map(|c| c.name.clone())
-                .collect()
-        };
         let (v1_25, v1_26) = (Printers::V1_25, Printers::V1_26);
         let flowcontrol = "flowcontrol.apiserver.k8s.io/";
         for gvr in printed_resources(v1_26) {
             if !gvr.starts_with(flowcontrol) {
-                assert_eq!(names(v1_25, gvr), names(v1_26, gvr), "{gvr}");
+                assert_eq!(column_names(v1_25, gvr), column_names(v1_26, gvr), "{gvr}");
             }
         }
         let levels = |version| format!("{flowcontrol}{version}/prioritylevelconfigurations");
@@ -687,8 +640,8 @@ mod tests {
             assert_eq!(l[2].description, v1_20[2].description);
             let schemas = format!("{flowcontrol}{version}/flowschemas");
             assert_eq!(
-                names(v1_25, &schemas),
-                names(v1_26, &format!("{flowcontrol}v1beta3/flowschemas"))
+                column_names(v1_25, &schemas),
+                column_names(v1_26, &format!("{flowcontrol}v1beta3/flowschemas"))
             );
         }
         // extensions/v1beta1's typo, fixed in 1.26.
@@ -716,6 +669,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The names of a printer's columns.
+    fn column_names(p: Printers, gvr: &str) -> Vec<String> {
+        printed(p, gvr)
+            .unwrap()
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
     }
 
     fn printed_v1_36(gvr: &str) -> Vec<Column> {

@@ -498,16 +498,19 @@ mod tests {
         );
     }
 
-    /// The first four cells (name, ready, status, restarts) as v1.20 and
-    /// as v1.36 print a pod.
+    /// The first four cells (name, ready, status, restarts) as
+    /// `personality` prints a pod.
+    fn status_as(personality: Personality, p: Value) -> String {
+        let row = cells_as(personality, PODS, p, NOW);
+        let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+        serde_json::to_string(&v["cells"].as_array().unwrap()[..4]).unwrap()
+    }
+
+    /// Those as v1.20 and as v1.36 print a pod.
     fn status_as_both(p: Value) -> (String, String) {
-        let four = |row: String| {
-            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
-            serde_json::to_string(&v["cells"].as_array().unwrap()[..4]).unwrap()
-        };
         (
-            four(cells_as(Personality::V1_20, PODS, p.clone(), NOW)),
-            four(cells_as(Personality::NEWEST, PODS, p, NOW)),
+            status_as(Personality::V1_20, p.clone()),
+            status_as(Personality::NEWEST, p),
         )
     }
 
@@ -610,11 +613,7 @@ mod tests {
 
     #[test]
     fn v1_27_counts_no_sidecars_and_shows_an_init_containers_restart_at_zero() {
-        let four = |personality: Personality, p: Value| {
-            let row = cells_as(personality, PODS, p, NOW);
-            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
-            serde_json::to_string(&v["cells"].as_array().unwrap()[..4]).unwrap()
-        };
+        let four = status_as;
         let (v1_27, v1_28) = (Personality::of(1, 27).0, Personality::of(1, 28).0);
         // A started sidecar: 1.28 counts it (and its restarts); 1.27 sees
         // an init container still running, as v1.20 did, in 1.22's string
@@ -673,11 +672,7 @@ mod tests {
                 r#"["p","0/2","Error","0"]"#.into()
             )
         );
-        let four = |personality: Personality| {
-            let row = cells_as(personality, PODS, p.clone(), NOW);
-            let v: Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
-            serde_json::to_string(&v["cells"].as_array().unwrap()[..4]).unwrap()
-        };
+        let four = |personality: Personality| status_as(personality, p.clone());
         assert_eq!(four(Personality::of(1, 35).0), r#"["p","0/2","Error","0"]"#);
         assert_eq!(
             four(Personality::of(1, 34).0),
