@@ -25,9 +25,13 @@ use tokio::sync::{broadcast, watch};
 /// Past events after some rv, and the live subscription that follows them.
 pub type Replay<M = ()> = (Vec<Arc<Event<M>>>, broadcast::Receiver<Change<M>>);
 
-/// What live subscribers receive, in the order the store saw it. Anything
-/// at or below a subscriber's starting point may arrive again (the
-/// broadcast is sent after the state lock is released) and is skipped by rv.
+/// What live subscribers receive, in the order the store saw it: each
+/// change is sent while the state lock is held, so that two writers (the
+/// reflector's events, a freshness proof's progress) cannot reach
+/// subscribers in the other order. A progress at 1073 sent ahead of the
+/// event at 1071 it was checked against moved watchers past 1071, which
+/// then skipped the event as old (the chaos test's gap, seed 2121). A
+/// subscriber skips by rv what its snapshot already holds.
 #[derive(Debug)]
 pub enum Change<M = ()> {
     Event(Arc<Event<M>>),
@@ -266,7 +270,7 @@ impl<M> Store<M> {
     pub fn replace(&self, entries: Vec<Arc<Entry<M>>>, rv: u64) {
         let bytes = entries.iter().map(|e| e.item.len()).sum();
         let items = scattered(entries);
-        let gap = {
+        {
             let mut s = self.write();
             let gap = s.rv != rv || !same_versions(&s.items, &items);
             s.items = items;
@@ -279,10 +283,10 @@ impl<M> Store<M> {
             s.recent.clear();
             // Only to free them: they are keyed by the old epoch.
             self.counts.clear();
-            gap
-        };
-        self.rv_tx.send_replace(rv);
-        let _ = self.events.send(Change::Relisted { rv, gap });
+            // Sent under the lock (see `Change`).
+            self.rv_tx.send_replace(rv);
+            let _ = self.events.send(Change::Relisted { rv, gap });
+        }
     }
 
     /// Replaces the state with a fresh list at `rv`, telling live watchers
@@ -325,21 +329,20 @@ impl<M> Store<M> {
                     s.history.clear();
                     s.recent.clear();
                     self.counts.clear();
-                    Some(events)
+                    // Sent under the lock (see `Change`).
+                    let n = events.len();
+                    self.rv_tx.send_replace(rv);
+                    let _ = self.events.send(Change::Resynced {
+                        rv,
+                        events: events.into(),
+                    });
+                    Some(n)
                 }
                 None => None,
             }
         };
         match told {
-            Some(events) => {
-                self.rv_tx.send_replace(rv);
-                let n = events.len();
-                let _ = self.events.send(Change::Resynced {
-                    rv,
-                    events: events.into(),
-                });
-                Resync::Told { events: n }
-            }
+            Some(n) => Resync::Told { events: n },
             None => {
                 self.replace(entries, rv);
                 Resync::Replaced
@@ -359,15 +362,16 @@ impl<M> Store<M> {
             s.oldest = s.rv;
             s.history.clear();
             s.recent.clear();
+            self.counts.clear();
+            // Sent under the lock (see `Change`).
+            let _ = self.events.send(Change::Released);
         }
-        self.counts.clear();
-        let _ = self.events.send(Change::Released);
     }
 
     /// Applies one watch event; events must come in increasing rv order.
     pub fn apply(&self, kind: EventType, entry: Arc<Entry<M>>) -> Result<(), StoreError> {
         let rv = entry.rv;
-        let event = {
+        {
             let mut s = self.write();
             if rv <= s.rv {
                 return Err(StoreError::NotNewer {
@@ -411,11 +415,11 @@ impl<M> Store<M> {
                 }
             }
             self.trim(&mut s);
-            event
-        };
-        self.rv_tx.send_replace(rv);
-        // No receivers is fine: watches come and go.
-        let _ = self.events.send(Change::Event(event));
+            // Sent under the lock (see `Change`); no receivers is fine:
+            // watches come and go.
+            self.rv_tx.send_replace(rv);
+            let _ = self.events.send(Change::Event(event));
+        }
         Ok(())
     }
 
@@ -424,7 +428,7 @@ impl<M> Store<M> {
         let mut s = self.write();
         if rv > s.rv {
             s.rv = rv;
-            drop(s);
+            // Sent under the lock (see `Change`).
             self.rv_tx.send_replace(rv);
             let _ = self.events.send(Change::Progress(rv));
         }
@@ -442,7 +446,8 @@ impl<M> Store<M> {
         }
         if rv > s.rv {
             s.rv = rv;
-            drop(s);
+            // Sent under the lock (see `Change`): a proof checked against
+            // an event reaches subscribers after that event.
             self.rv_tx.send_replace(rv);
             let _ = self.events.send(Change::Progress(rv));
         }
@@ -915,6 +920,88 @@ mod tests {
             rx.try_recv(),
             Ok(Change::Relisted { rv: 8, gap: true })
         ));
+    }
+
+    #[test]
+    fn a_proof_made_against_an_event_reaches_subscribers_after_it() {
+        // Two writers, as in kubecache: the reflector's events and a
+        // freshness proof checked against them (advance_proven from
+        // another task). A subscriber must never see an event at or below
+        // a progress it already had: a watcher stands at the progress and
+        // would skip the event as old (the chaos test's gap, seed 2121:
+        // the proof's progress at 1073 broadcast ahead of the event at 1071
+        // it had been checked against).
+        let store = Arc::new(Store::<()>::new(HistoryLimits {
+            capacity: 1 << 20,
+            window: Duration::from_secs(3600),
+        }));
+        store.replace(vec![], 1);
+        let epoch = store.current().epoch;
+        let (_, mut rx) = store.snapshot_and_subscribe();
+        const EVENTS: u64 = 20_000;
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // How many events the subscriber has taken: the reflector keeps
+        // within the broadcast's capacity of it.
+        let taken = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        // Events at odd versions (3, 5, …); proofs at the even version past
+        // each, checked against it.
+        let reflector = {
+            let (store, taken) = (store.clone(), taken.clone());
+            std::thread::spawn(move || {
+                let mut rv = 1;
+                for i in 0..EVENTS {
+                    while i > taken.load(std::sync::atomic::Ordering::Relaxed) + 1000 {
+                        std::thread::yield_now();
+                    }
+                    rv = if store.rv() % 2 == 0 {
+                        store.rv() + 1
+                    } else {
+                        rv + 2
+                    };
+                    let key = format!("k{}", i % 64);
+                    let kind = if store.get(&key).is_some() {
+                        EventType::Modified
+                    } else {
+                        EventType::Added
+                    };
+                    store.apply(kind, entry(&key, rv)).unwrap();
+                }
+            })
+        };
+        let prover = {
+            let (store, done) = (store.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let through = store.rv();
+                    if through % 2 == 1 {
+                        let _ = store.advance_proven(epoch, through, through + 1);
+                    }
+                }
+            })
+        };
+        let (mut progress, mut events, mut behind) = (0, 0, Vec::new());
+        while events < EVENTS {
+            match rx.blocking_recv() {
+                Ok(Change::Event(e)) => {
+                    events += 1;
+                    taken.store(events, std::sync::atomic::Ordering::Relaxed);
+                    if e.rv <= progress {
+                        behind.push((e.rv, progress));
+                    }
+                }
+                Ok(Change::Progress(rv)) => progress = progress.max(rv),
+                Ok(_) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        reflector.join().unwrap();
+        prover.join().unwrap();
+        assert!(
+            behind.is_empty(),
+            "events behind a progress: {:?}",
+            &behind[..behind.len().min(5)]
+        );
     }
 
     fn stamp(e: &Entry, rv: u64) -> Option<Arc<Entry>> {
