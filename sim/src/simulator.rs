@@ -134,13 +134,16 @@ pub enum Personality {
     V1_26,
     /// v1.25: likewise, with v1.25's.
     V1_25,
+    /// v1.24: likewise, with v1.24's.
+    V1_24,
 }
 
 impl Personality {
-    /// `v1.20`, `v1.25` to `v1.36` (the `v` optional).
+    /// `v1.20`, `v1.24` to `v1.36` (the `v` optional).
     pub fn parse(s: &str) -> Option<Self> {
         match s.strip_prefix('v').unwrap_or(s) {
             "1.20" => Some(Personality::V1_20),
+            "1.24" => Some(Personality::V1_24),
             "1.25" => Some(Personality::V1_25),
             "1.26" => Some(Personality::V1_26),
             "1.27" => Some(Personality::V1_27),
@@ -162,6 +165,7 @@ impl Personality {
         use kubecache::encode::personality::Personality as P;
         match self {
             Personality::V1_20 => P::V1_20,
+            Personality::V1_24 => P::of(1, 24).0,
             Personality::V1_25 => P::of(1, 25).0,
             Personality::V1_26 => P::of(1, 26).0,
             Personality::V1_27 => P::of(1, 27).0,
@@ -201,6 +205,9 @@ impl Personality {
             Personality::V1_20 => before_emulation("20", "v1.20.2", "go1.19"),
             // Go 1.23.3 built 1.32 (kubernetes#128852); no emulation fields.
             Personality::V1_32 => before_emulation("32", "v1.32.0", "go1.23.3"),
+            // Go 1.18.1 (kubernetes#109461, the last Go bump read in 1.24's
+            // notes; a later one is not ruled out).
+            Personality::V1_24 => before_emulation("24", "v1.24.0", "go1.18.1"),
             // Go 1.19.0 (kubernetes#111679, the last Go bump read in 1.25's
             // notes; a later one is not ruled out).
             Personality::V1_25 => before_emulation("25", "v1.25.0", "go1.19.0"),

@@ -665,7 +665,7 @@ mod tests {
         }
         // A release between them: the upstream prints its Tables (not yet
         // ported; its protobuf is written here, `Personality::protobuf`).
-        tc.follow(Personality::of(1, 24).0);
+        tc.follow(Personality::of(1, 23).0);
         assert_eq!(printers(&tc), None);
         tc.follow(Personality::NEWEST);
         assert_eq!(printers(&tc), Some(Printers::V1_36));

@@ -81,14 +81,16 @@ impl Personality {
     /// v1.27's but for the alpha cluster trust bundles' printer (1.27's);
     /// v1.25's are v1.26's without pods' SchedulingGated and with
     /// flowcontrol at v1beta1/v1beta2, its priority levels'
-    /// AssuredConcurrencyShares (both 1.26's changes). Releases between
-    /// v1.20 and v1.25 changed printers one by one (pods' restarts in 1.22,
-    /// the CSI drivers' gates, …) and not every change is dated yet: their
-    /// Tables are the upstream's to print (`None`), as older releases'
-    /// are.
+    /// AssuredConcurrencyShares (both 1.26's changes); v1.24's are
+    /// v1.25's (1.25's printer changes were output-neutral or alpha).
+    /// Releases between v1.20 and v1.24 changed printers one by one (pods'
+    /// restarts in 1.22, the CSI drivers' gates, …) and not every change
+    /// is dated yet: their Tables are the upstream's to print (`None`), as
+    /// older releases' are.
     pub fn printers(self) -> Option<Printers> {
         match self.minor {
             20 => Some(Printers::V1_20),
+            24 => Some(Printers::V1_24),
             25 => Some(Printers::V1_25),
             26 => Some(Printers::V1_26),
             27 => Some(Printers::V1_27),
@@ -183,6 +185,7 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_24,
     V1_25,
     V1_26,
     V1_27,
@@ -201,8 +204,9 @@ impl Printers {
     /// Every release's printers, oldest first: what is kept per release
     /// (a type's printer, a columns file) is kept in `[_; COUNT]`s
     /// indexed by `index`.
-    pub const ALL: [Printers; 13] = [
+    pub const ALL: [Printers; 14] = [
         Printers::V1_20,
+        Printers::V1_24,
         Printers::V1_25,
         Printers::V1_26,
         Printers::V1_27,
@@ -231,6 +235,7 @@ impl Printers {
     pub fn minor(self) -> u32 {
         match self {
             Printers::V1_20 => 20,
+            Printers::V1_24 => 24,
             Printers::V1_25 => 25,
             Printers::V1_26 => 26,
             Printers::V1_27 => 27,
@@ -317,9 +322,10 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_25_to_v1_36_and_left_to_releases_between() {
+    fn tables_are_printed_as_v1_20_v1_24_to_v1_36_and_left_to_releases_between() {
         assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
         assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
+        assert_eq!(Personality::of(1, 24).0.printers(), Some(Printers::V1_24));
         assert_eq!(Personality::of(1, 25).0.printers(), Some(Printers::V1_25));
         assert_eq!(Personality::of(1, 26).0.printers(), Some(Printers::V1_26));
         assert_eq!(Personality::of(1, 27).0.printers(), Some(Printers::V1_27));
@@ -331,7 +337,7 @@ mod tests {
         assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
         assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
         assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 23, 24] {
+        for minor in [21, 22, 23] {
             assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
         }
         assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));

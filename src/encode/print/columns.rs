@@ -81,6 +81,7 @@ struct File {
 /// Each release's columns file, in `Printers::ALL`'s order.
 const FILES: [&str; Printers::COUNT] = [
     include_str!("columns.json"),
+    include_str!("columns_v1_24.json"),
     include_str!("columns_v1_25.json"),
     include_str!("columns_v1_26.json"),
     include_str!("columns_v1_27.json"),
@@ -652,6 +653,17 @@ mod tests {
         };
         assert!(current(v1_25).contains("most recently oberved number"));
         assert!(current(v1_26).contains("most recently observed number"));
+    }
+
+    #[test]
+    fn v1_24_has_v1_25s_columns_and_texts() {
+        // 1.25's printer changes were output-neutral (#110408) or alpha
+        // (#109090), and the texts these columns read did not change.
+        let (v1_24, v1_25) = (Printers::V1_24, Printers::V1_25);
+        assert_eq!(printed_resources(v1_24), printed_resources(v1_25));
+        for gvr in printed_resources(v1_25) {
+            assert_eq!(printed(v1_24, gvr), printed(v1_25, gvr), "{gvr}");
+        }
     }
 
     #[test]

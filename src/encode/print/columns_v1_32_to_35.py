@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json … columns_v1_25.json: Table column
-definitions as kube-apiserver v1.35 to v1.25 serve them, for the printers
+"""Regenerates columns_v1_35.json … columns_v1_24.json: Table column
+definitions as kube-apiserver v1.35 to v1.24 serve them, for the printers
 whose every column can be derived. Usage, from the repository's root:
 
     src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
@@ -14,6 +14,7 @@ whose every column can be derived. Usage, from the repository's root:
     src/encode/print/columns_v1_32_to_35.py 27 > src/encode/print/columns_v1_27.json
     src/encode/print/columns_v1_32_to_35.py 26 > src/encode/print/columns_v1_26.json
     src/encode/print/columns_v1_32_to_35.py 25 > src/encode/print/columns_v1_25.json
+    src/encode/print/columns_v1_32_to_35.py 24 > src/encode/print/columns_v1_24.json
     src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
@@ -218,6 +219,18 @@ to 1.25 was found. extensions/v1beta1's replica sets' Current still reads
 "oberved" at 1.25 (EXTENSIONS_V1_25): its served twin has the typo at 1.25
 and not at 1.26, as v1.20's recorded text has it. Descriptions are
 k8s-openapi 0.22.0's v1_25.
+
+v1.24 (no recording either) prints as v1.25 for the types printed here,
+with 1.24's API docs (k8s-openapi 0.22.0's v1_24: every text these
+columns read is the same as v1_25's). hj-johannes-lee/kubernetes@43767baa
+is from within 1.24's code freeze (after #108290 merged, before #109436
+reverted it on 2022-04-12; master took only v1.24 milestone work until
+v1.24.0), so no 1.25 change is in it, and read against 1.25's it differs
+by CHANGELOG-1.25's #110408 (int64 cells: the same JSON; in 1.24.3 too)
+and #109090 (the alpha ClusterCIDR printer) alone. Types 1.24 serves and
+1.25 does not (pod security policies, batch/v1beta1 cron jobs,
+autoscaling/v2beta1 and discovery/v1beta1) have no columns here: their
+Tables are forwarded.
 
 The served twins' texts of the fields printed from extensions/v1beta1 and
 batch/v1beta1 (check_twin) are checked the same in each release's docs as
@@ -585,6 +598,10 @@ PRINTERS_GO_COPIES = [
     (30, "printers.go of v1.30", "ivanvc/kubernetes",
      "16caa9ec (1.30 development, before its code freeze)"),
     (29, "printers.go of v1.29", "iscas-fork/kubernetes", "c6446be5 (its own import aliases aside)"),
+    (24, "printers.go of v1.24", "hj-johannes-lee/kubernetes",
+     "43767baa, within 1.24's code freeze (after #108290 merged, before its revert #109436 on "
+     "2022-04-12; master took only v1.24 milestone work until v1.24.0), its local DRA "
+     "prototype and ClusterCIDRConfig aside"),
     (25, "printers.go of v1.25", "hj-johannes-lee/kubernetes",
      "43767baa (master of late March to mid-April 2022, with a local prototype), read whole "
      "against ahmedtd/kubernetes@4a52a06c (1.26 development): for types served by default only "
@@ -617,6 +634,8 @@ CHANGES_DATED = [
          "ParamRef cell, at v1alpha1 in 1.27, not served by default)"),
     (26, "CHANGELOG-1.27 (#113218 cluster trust bundles, #115075 IP addresses, #116299 DRA "
          "v1alpha2: all alpha)"),
+    (24, "CHANGELOG-1.25 (#110408 int64 cells, output-neutral, in 1.24.3 too; #109090 "
+         "ClusterCIDR printer, alpha)"),
     (25, "CHANGELOG-1.26 (#113274 SchedulingGated; #112306 flowcontrol v1beta3 and "
          "NominalConcurrencyShares; #112883 admission policies and #111023 DRA, alpha)"),
 ]
@@ -710,14 +729,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in range(25, 36):
+        for minor in range(24, 36):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in ([str(m)] for m in range(25, 36)):
-        raise SystemExit("usage: columns_v1_32_to_35.py 25|26|…|35|--check")
+    if ARGS not in ([str(m)] for m in range(24, 36)):
+        raise SystemExit("usage: columns_v1_32_to_35.py 24|25|…|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

@@ -55,7 +55,7 @@ fn pod_v1_27(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_27)
 }
 
-/// v1.25's `printPod`: v1.26's without the SchedulingGated reason, which
+/// v1.25's `printPod` (v1.24's too): v1.26's without the SchedulingGated reason, which
 /// #113274 (KEP-3521) brought in 1.26.
 fn pod_v1_25(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_25)

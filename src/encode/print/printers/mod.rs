@@ -102,7 +102,7 @@ type Builtins = HashMap<(Printers, String), Option<Arc<Printer>>>;
 static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 
 /// The id of built-in printers: rows printed as v1.20 prints them (0),
-/// as v1.25 to v1.36 do (the largest ids, v1.36's `u64::MAX`), kept on
+/// as v1.24 to v1.36 do (the largest ids, v1.36's `u64::MAX`), kept on
 /// entries apart. Custom resources' printers take their CRD's
 /// resourceVersion, which is never this large.
 fn builtin_id(printers: Printers) -> u64 {
@@ -367,8 +367,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn releases_between_v1_20_and_v1_25_leave_their_tables_to_the_upstream() {
-        for minor in [21, 23, 24] {
+    fn releases_between_v1_20_and_v1_24_leave_their_tables_to_the_upstream() {
+        for minor in [21, 22, 23] {
             let p = Personality::of(1, minor).0;
             assert!(Printer::builtin(p, "", "v1", "pods").is_none(), "1.{minor}");
             assert!(Printer::custom(p, 1, &[]).is_none(), "1.{minor}");
@@ -391,8 +391,8 @@ mod tests {
             v1_36.id(),
             of(33),
             of(34),
+            of(24),
             of(25),
-            of(26),
         ];
         assert_eq!(
             ids.iter().collect::<std::collections::HashSet<_>>().len(),
@@ -406,10 +406,11 @@ mod tests {
     }
 
     #[test]
-    fn v1_25_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
+    fn v1_24_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
         // (v1.20's column file, regenerated from a v1.20 apiserver, also
         // holds printers kubecache has no port of: see below.)
         for (personality, printers) in [
+            (Personality::of(1, 24).0, Printers::V1_24),
             (Personality::of(1, 25).0, Printers::V1_25),
             (Personality::of(1, 26).0, Printers::V1_26),
             (Personality::of(1, 27).0, Printers::V1_27),

@@ -496,7 +496,7 @@ fn daemon_set(x: &Value, r: &mut RowBuilder) {
         .str(&format_label_selector(at(x, &["spec", "selector"])));
 }
 
-/// v1.25's to v1.36's printers where they differ from v1.20's (v1.25's to
+/// v1.24's to v1.36's printers where they differ from v1.20's (v1.24's to
 /// v1.29's: none but batch/v1 cron jobs, which v1.20 did not serve): a job's
 /// Status (kubernetes#123226, 1.30; SuccessCriteriaMet among them from
 /// 1.34), a cron job's Timezone (#122231, 1.30).

@@ -1,4 +1,4 @@
-//! Tables in front of a v1.35 to v1.25 upstream (the simulator as that
+//! Tables in front of a v1.35 to v1.24 upstream (the simulator as that
 //! release): kubecache prints them from its cache as the release does, the
 //! same bytes the simulator prints: pods, nodes and deployments (described
 //! from an API version those releases do not serve).
@@ -180,6 +180,15 @@ async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_25(
     within(
         60,
         pods_and_nodes_through_kubecache_are_the_simulators(Personality::V1_25),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_24() {
+    within(
+        60,
+        pods_and_nodes_through_kubecache_are_the_simulators(Personality::V1_24),
     )
     .await;
 }
