@@ -2,7 +2,9 @@
 //! assembling a list body from cached bytes, paging, selector matching,
 //! decoding an upstream event into a store entry, gzip at three levels,
 //! the pretty layout, Table rows and Table lists, protobuf transcoding and
-//! protobuf lists, continue tokens, an edge snapshot written and read.
+//! protobuf lists, continue tokens, an edge snapshot written and read,
+//! an event applied to a store with parked subscribers (and how long a
+//! reader beside it waits).
 //! `cargo bench --bench micro`; figures are recorded in docs/benchmarks.md.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -313,5 +315,116 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(micro, benches);
+/// How long a store holds its write lock per event when every live
+/// subscriber is parked waiting for the next one: since the chaos gap fix
+/// (bafdea3) the broadcast's send, which wakes each parked subscriber,
+/// happens under the lock, so readers wait for it (a snapshot's O(1) clone
+/// takes the read lock).
+fn store_benches(c: &mut Criterion) {
+    use kubecache::store::{Attrs, Change, Entry, EntryKey, EventType, HistoryLimits, Store};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let entry = |i: u64, rv: u64| {
+        let name = format!("pod-{:05}", i % 1000);
+        Arc::new(Entry::new(
+            EntryKey::new(Some("bench"), &name),
+            rv,
+            Attrs::default(),
+            bytes::Bytes::from(format!("{{\"metadata\":{{\"name\":\"{name}\"}}}}")),
+            (),
+        ))
+    };
+    let mut g = c.benchmark_group("store");
+    for subscribers in [0u64, 1_000, 10_000] {
+        let store = Arc::new(Store::<()>::new(HistoryLimits::default()));
+        store.replace((0..1000).map(|i| entry(i, 1)).collect(), 1);
+        // Changes taken, summed over the subscribers.
+        let taken = Arc::new(AtomicU64::new(0));
+        for _ in 0..subscribers {
+            let (_, mut rx) = store.snapshot_and_subscribe();
+            let taken = taken.clone();
+            rt.spawn(async move {
+                use tokio::sync::broadcast::error::RecvError;
+                loop {
+                    match rx.recv().await {
+                        Ok(Change::Event(_)) => {
+                            taken.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(_) | Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => break,
+                    }
+                }
+            });
+        }
+        let mut rv = 1;
+        // A reader beside the writer: how long its O(1) look at the state
+        // waits while the events go out.
+        {
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let reader = {
+                let (store, stop) = (store.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut waits = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        let start = Instant::now();
+                        black_box(store.rv());
+                        waits.push(start.elapsed());
+                    }
+                    waits
+                })
+            };
+            for _ in 0..300 {
+                let want = (rv - 1) * subscribers;
+                while taken.load(Ordering::Relaxed) < want {
+                    std::thread::yield_now();
+                }
+                rv += 1;
+                store.apply(EventType::Modified, entry(rv, rv)).unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+            let mut waits = reader.join().unwrap();
+            waits.sort();
+            let at = |q: f64| waits[((waits.len() - 1) as f64 * q) as usize];
+            println!(
+                "store, {subscribers} subscribers parked, 300 events: a reader's look at the state \
+                 took p99.99 {:?}, max {:?} ({} looks, {} over 100 µs)",
+                at(0.9999),
+                waits[waits.len() - 1],
+                waits.len(),
+                waits.iter().filter(|w| **w > Duration::from_micros(100)).count()
+            );
+        }
+        g.bench_function(
+            format!("apply one event, {subscribers} subscribers parked"),
+            |b| {
+                b.iter_custom(|iters| {
+                    let mut held = Duration::ZERO;
+                    for _ in 0..iters {
+                        // Every subscriber parked again before the next.
+                        let want = (rv - 1) * subscribers;
+                        while taken.load(Ordering::Relaxed) < want {
+                            std::thread::yield_now();
+                        }
+                        rv += 1;
+                        let e = entry(rv, rv);
+                        let start = Instant::now();
+                        store.apply(EventType::Modified, e).unwrap();
+                        held += start.elapsed();
+                    }
+                    held
+                })
+            },
+        );
+    }
+    g.finish();
+    rt.shutdown_background();
+}
+
+criterion_group!(micro, benches, store_benches);
 criterion_main!(micro);
