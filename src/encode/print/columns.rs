@@ -683,6 +683,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn no_release_describes_a_column_with_a_trailing_newline() {
+        // SwaggerDoc()'s texts are trimmed (fmtRawDoc). 1.24–1.26's
+        // OpenAPI texts of enum fields (a service's Type, a PV's Reclaim
+        // Policy and Status, a PVC's Status) end in the "\n\n" that stood
+        // before their "Possible enum values" list: the printers' never do.
+        for p in Printers::ALL {
+            for gvr in printed_resources(p) {
+                for c in printed(p, gvr).unwrap() {
+                    assert!(
+                        !c.description.ends_with('\n'),
+                        "{p:?} {gvr} {}: {:?}",
+                        c.name,
+                        c.description
+                    );
+                }
+            }
+        }
+    }
+
     /// The names of a printer's columns.
     fn column_names(p: Printers, gvr: &str) -> Vec<String> {
         printed(p, gvr)

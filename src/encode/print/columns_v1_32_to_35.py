@@ -332,7 +332,11 @@ def describe(spec, minor):
     texts = {docs[d][f] for d, f in spec[1] if f in docs.get(d, {})}
     if len(texts) != 1:
         raise SystemExit(f"{spec}: the candidates do not agree at 1.{minor}: {texts}")
-    text = texts.pop()
+    # SwaggerDoc()'s text has no trailing newline (fmtRawDoc trims it).
+    # The OpenAPI texts of enum fields from 1.24 to 1.26 end in "\n\n":
+    # what stood before the "Possible enum values" list, which kube-openapi
+    # adds and k8s-openapi cut.
+    text = texts.pop().rstrip("\n")
     if kind == "swagger":
         # SwaggerDoc()'s text, which apimachinery's fmtRawDoc cuts at the
         # first "---" of the comment (the OpenAPI text goes on); v1.20's
