@@ -25,10 +25,13 @@ fn set<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
 const ROLE_PREFIX: &str = "node-role.kubernetes.io/";
 const ROLE_LABEL: &str = "kubernetes.io/role";
 
-/// v1.36's printers where they differ from v1.20's, v1.34's and v1.35's:
-/// a node's kernel version with its architecture (kubernetes#132402,
-/// listed in CHANGELOG-1.36 under v1.36.0-alpha.1). v1.34 and v1.35 print
-/// nodes as v1.20 did.
+/// The printers of releases after v1.20 where they differ from v1.20's:
+/// - v1.36: a node's kernel version with its architecture
+///   (kubernetes#132402, listed in CHANGELOG-1.36 under v1.36.0-alpha.1);
+///   until v1.35 nodes print as v1.20 did.
+/// - from v1.24 at the latest: an event series counts `series.count`, not
+///   one more (kubernetes#105009, release note NONE: absent from every
+///   printers.go copy from January 2022 on, see `event`).
 pub fn lookup_since_v1_34(
     printers: Printers,
     group: &str,
@@ -37,6 +40,10 @@ pub fn lookup_since_v1_34(
 ) -> Option<RowFn> {
     match (printers, group, version, resource) {
         (Printers::V1_36, "", "v1", "nodes") => Some(node_v1_36),
+        (p, "", "v1", "events") if p != Printers::V1_20 => Some(core_event_v1_24),
+        (p, "events.k8s.io", "v1" | "v1beta1", "events") if p != Printers::V1_20 => {
+            Some(events_event_v1_24)
+        }
         _ => None,
     }
 }
@@ -151,17 +158,36 @@ const EVENTS: EventFields = EventFields {
 };
 
 fn core_event(e: &Value, r: &mut RowBuilder) {
-    event(e, &CORE, r);
+    event(e, &CORE, SeriesCount::PlusOne, r);
 }
 
 fn events_event(e: &Value, r: &mut RowBuilder) {
-    event(e, &EVENTS, r);
+    event(e, &EVENTS, SeriesCount::PlusOne, r);
+}
+
+fn core_event_v1_24(e: &Value, r: &mut RowBuilder) {
+    event(e, &CORE, SeriesCount::AsIs, r);
+}
+
+fn events_event_v1_24(e: &Value, r: &mut RowBuilder) {
+    event(e, &EVENTS, SeriesCount::AsIs, r);
+}
+
+/// What an event series' count prints as.
+#[derive(Clone, Copy, PartialEq)]
+enum SeriesCount {
+    /// v1.20's `obj.Series.Count + 1` ("a series counts its first event
+    /// too").
+    PlusOne,
+    /// kubernetes#105009 took the one away: `series.count` already counts
+    /// every occurrence.
+    AsIs,
 }
 
 /// `printEvent`: Last Seen from the series, the last timestamp or the
 /// first; First Seen from the first timestamp or the event time; the
-/// count (a series counts its first event too; a singleton counts 1).
-fn event(e: &Value, f: &EventFields, r: &mut RowBuilder) {
+/// count (a series' by `series`; a singleton counts 1).
+fn event(e: &Value, f: &EventFields, series: SeriesCount, r: &mut RowBuilder) {
     let time = |v: Option<&Value>| {
         v.and_then(Value::as_str)
             .and_then(crate::go::time::parse_rfc3339)
@@ -175,9 +201,12 @@ fn event(e: &Value, f: &EventFields, r: &mut RowBuilder) {
         None => first,
     };
     let mut count = int(e, &[f.count]) as i32;
-    if let Some(series) = set(e, &["series"]) {
-        last = time(set(series, &["lastObservedTime"]));
-        count = (int(series, &["count"]) as i32).wrapping_add(1);
+    if let Some(set_series) = set(e, &["series"]) {
+        last = time(set(set_series, &["lastObservedTime"]));
+        count = int(set_series, &["count"]) as i32;
+        if series == SeriesCount::PlusOne {
+            count = count.wrapping_add(1);
+        }
     } else if count == 0 {
         count = 1;
     }
@@ -351,6 +380,36 @@ mod tests {
             e,
             r#""cells":["5m","Normal","R","deployment/d","","c, i","n","10m",2,"e2"]"#,
         );
+    }
+
+    #[test]
+    fn v1_24_counts_an_event_series_as_its_count_not_one_more() {
+        // kubernetes#105009: v1.20 printed series.count + 1; from v1.24
+        // (at the latest) the count as it is, in both events APIs.
+        let series = json!({"count": 2, "lastObservedTime": "2026-01-01T00:58:00.000001Z"});
+        let core = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Node"},
+            "eventTime": "2026-01-01T00:30:00.000000Z", "series": series});
+        let new_api = json!({"metadata": {"name": "e"}, "regarding": {"kind": "Node"},
+            "eventTime": "2026-01-01T00:30:00.000000Z", "series": series});
+        let count = |p: Personality, gvr, e: &serde_json::Value| {
+            let row = cells_as(p, gvr, e.clone(), NOW);
+            let row: serde_json::Value = serde_json::from_str(&format!("{{{row}}}")).unwrap();
+            row["cells"][8].to_string()
+        };
+        assert_eq!(
+            count(Personality::of(1, 20).0, EVENTS_V1BETA1, &new_api),
+            "3"
+        );
+        for (gvr, e) in [(EVENTS, &core), (EVENTS_V1, &new_api)] {
+            assert_eq!(count(Personality::of(1, 20).0, gvr, e), "3", "{gvr:?}");
+            for minor in [24, 28, 33, 36] {
+                assert_eq!(
+                    count(Personality::of(1, minor).0, gvr, e),
+                    "2",
+                    "1.{minor} {gvr:?}"
+                );
+            }
+        }
     }
 
     #[test]

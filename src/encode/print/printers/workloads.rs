@@ -426,8 +426,21 @@ pub(super) fn format_label_selector(sel: Option<&Value>) -> String {
 }
 
 /// `printDeployment`. Its selector goes through `LabelSelectorAsSelector`
-/// unformatted; validation of apps/v1 makes sure it converts.
+/// unformatted; validation of apps/v1 makes sure it converts. One that
+/// does not (stored before validation caught it, kubernetes#99139) fails
+/// v1.20's whole Table with the conversion's error; kubecache prints it
+/// empty (docs/differences.md).
 fn deployment(d: &Value, r: &mut RowBuilder) {
+    deployment_as(d, r, "")
+}
+
+/// From v1.24 a selector that does not convert prints `<invalid>`
+/// (kubernetes#107559).
+fn deployment_v1_24(d: &Value, r: &mut RowBuilder) {
+    deployment_as(d, r, "<invalid>")
+}
+
+fn deployment_as(d: &Value, r: &mut RowBuilder, invalid: &str) {
     let (names, images) = template_containers(d);
     r.str(name(d))
         .str(&format!(
@@ -440,7 +453,7 @@ fn deployment(d: &Value, r: &mut RowBuilder) {
         .since_field(created(d))
         .str(&names)
         .str(&images)
-        .str(&selector_string(at(d, &["spec", "selector"])).unwrap_or_default());
+        .str(&selector_string(at(d, &["spec", "selector"])).unwrap_or_else(|| invalid.into()));
 }
 
 fn replica_set(x: &Value, r: &mut RowBuilder) {
@@ -496,10 +509,11 @@ fn daemon_set(x: &Value, r: &mut RowBuilder) {
         .str(&format_label_selector(at(x, &["spec", "selector"])));
 }
 
-/// v1.24's to v1.36's printers where they differ from v1.20's (v1.24's to
-/// v1.29's: none but batch/v1 cron jobs, which v1.20 did not serve): a job's
+/// v1.24's to v1.36's printers where they differ from v1.20's: a job's
 /// Status (kubernetes#123226, 1.30; SuccessCriteriaMet among them from
-/// 1.34), a cron job's Timezone (#122231, 1.30).
+/// 1.34), a cron job's Timezone (#122231, 1.30), a deployment's selector
+/// that does not convert printed `<invalid>` (#107559, CHANGELOG-1.24
+/// v1.24.0-alpha.2); and batch/v1 cron jobs, which v1.20 did not serve.
 pub fn lookup_since_v1_33(
     printers: Printers,
     group: &str,
@@ -513,6 +527,7 @@ pub fn lookup_since_v1_33(
         ("batch", "v1", "jobs") => job_v1_36,
         ("batch", "v1", "cronjobs") if printers.minor() <= 29 => cron_job,
         ("batch", "v1", "cronjobs") => cron_job_v1_36,
+        ("apps", "v1", "deployments") => deployment_v1_24,
         _ => return None,
     })
 }
@@ -754,6 +769,23 @@ mod tests {
             json!({"metadata": {"name": "e"}}),
             r#""cells":["e","0/0",0,0,"\u003cunknown\u003e","","",""]"#,
         );
+    }
+
+    #[test]
+    fn v1_24_prints_a_deployments_selector_that_does_not_convert_as_invalid() {
+        // kubernetes#107559: v1.20 failed the Table (kubecache prints the
+        // cell empty); from v1.24 the cell reads <invalid>.
+        let d = json!({"metadata": meta(), "spec": {"selector": {"matchExpressions": [
+            {"key": "a", "operator": "In", "values": []}]}}});
+        let deployments = ("apps", "v1", "deployments");
+        assert!(cells(deployments, d.clone(), NOW).ends_with(r#""",""]"#));
+        for minor in [24, 30, 36] {
+            let p = Personality::of(1, minor).0;
+            assert!(
+                cells_as(p, deployments, d.clone(), NOW).ends_with(r#""","\u003cinvalid\u003e"]"#),
+                "1.{minor}"
+            );
+        }
     }
 
     #[test]
