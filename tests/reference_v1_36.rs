@@ -314,7 +314,7 @@ fn table_of(path: &str, json_file: &str) -> Vec<u8> {
                 .as_array()
                 .cloned()
                 .unwrap_or_default();
-            Arc::new(Printer::custom(Personality::NEWEST, 1, &cols).unwrap())
+            Arc::new(Printer::custom(Personality::NEWEST, 1, &cols))
         }
     };
     let spec = Repr::Table(TableSpec::new(MetaVersion::V1, Include::Metadata, printer));

@@ -136,13 +136,22 @@ pub enum Personality {
     V1_25,
     /// v1.24: likewise, with v1.24's.
     V1_24,
+    /// v1.23: likewise, with v1.23's.
+    V1_23,
+    /// v1.22: likewise, with v1.22's.
+    V1_22,
+    /// v1.21: likewise, with v1.21's.
+    V1_21,
 }
 
 impl Personality {
-    /// `v1.20`, `v1.24` to `v1.36` (the `v` optional).
+    /// `v1.20` to `v1.36` (the `v` optional).
     pub fn parse(s: &str) -> Option<Self> {
         match s.strip_prefix('v').unwrap_or(s) {
             "1.20" => Some(Personality::V1_20),
+            "1.21" => Some(Personality::V1_21),
+            "1.22" => Some(Personality::V1_22),
+            "1.23" => Some(Personality::V1_23),
             "1.24" => Some(Personality::V1_24),
             "1.25" => Some(Personality::V1_25),
             "1.26" => Some(Personality::V1_26),
@@ -165,6 +174,9 @@ impl Personality {
         use kubecache::encode::personality::Personality as P;
         match self {
             Personality::V1_20 => P::V1_20,
+            Personality::V1_21 => P::of(1, 21).0,
+            Personality::V1_22 => P::of(1, 22).0,
+            Personality::V1_23 => P::of(1, 23).0,
             Personality::V1_24 => P::of(1, 24).0,
             Personality::V1_25 => P::of(1, 25).0,
             Personality::V1_26 => P::of(1, 26).0,
@@ -205,6 +217,12 @@ impl Personality {
             Personality::V1_20 => before_emulation("20", "v1.20.2", "go1.19"),
             // Go 1.23.3 built 1.32 (kubernetes#128852); no emulation fields.
             Personality::V1_32 => before_emulation("32", "v1.32.0", "go1.23.3"),
+            // Go 1.16.1 (kubernetes#100106), 1.16.6 (#103669) and 1.17.3
+            // (#106209): the last Go bump in each release's notes, and what
+            // recorded `/version`s of v1.21.0, v1.22.0 and v1.23.0 show.
+            Personality::V1_21 => before_emulation("21", "v1.21.0", "go1.16.1"),
+            Personality::V1_22 => before_emulation("22", "v1.22.0", "go1.16.6"),
+            Personality::V1_23 => before_emulation("23", "v1.23.0", "go1.17.3"),
             // Go 1.18.1 (kubernetes#109461, the last Go bump read in 1.24's
             // notes; a later one is not ruled out).
             Personality::V1_24 => before_emulation("24", "v1.24.0", "go1.18.1"),

@@ -283,7 +283,7 @@ impl TypeCache {
         // Found once per release's printers, not per request: a Table
         // read would otherwise take the printers' global lock.
         let personality = self.codec().personality;
-        let slot = &self.builtin_printers[personality.printers()?.index()];
+        let slot = &self.builtin_printers[personality.printers().index()];
         let gvr = &self.rt.gvr;
         slot.get_or_init(|| Printer::builtin(personality, &gvr.group, &gvr.version, &gvr.resource))
             .clone()

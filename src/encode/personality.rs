@@ -51,9 +51,10 @@ impl Personality {
         self.since(34)
     }
 
-    /// Whose printers a Table is printed with: v1.20's; v1.33's; v1.34's;
-    /// v1.35's; or v1.36's (its printers.go and column definitions,
-    /// recorded in `../shared/reference`) for v1.36 and newer. v1.35's are
+    /// Whose printers a Table is printed with: the release's own, from
+    /// v1.20's to v1.36's (its printers.go and column definitions,
+    /// recorded in `../shared/reference`), v1.36's for newer ones. Each
+    /// release's are derived from the next newer one's: v1.35's are
     /// v1.36's but for the one printer 1.36 changed (a node's kernel
     /// version names its architecture: kubernetes#132402, in
     /// CHANGELOG-1.36's v1.36.0-alpha.1); v1.34's are v1.35's but for what
@@ -82,29 +83,19 @@ impl Personality {
     /// v1.25's are v1.26's without pods' SchedulingGated and with
     /// flowcontrol at v1beta1/v1beta2, its priority levels'
     /// AssuredConcurrencyShares (both 1.26's changes); v1.24's are
-    /// v1.25's (1.25's printer changes were output-neutral or alpha).
-    /// Releases between v1.20 and v1.24 changed printers one by one (pods'
-    /// restarts in 1.22, the CSI drivers' gates, …) and not every change
-    /// is dated yet: their Tables are the upstream's to print (`None`), as
-    /// older releases' are.
-    pub fn printers(self) -> Option<Printers> {
-        match self.minor {
-            20 => Some(Printers::V1_20),
-            24 => Some(Printers::V1_24),
-            25 => Some(Printers::V1_25),
-            26 => Some(Printers::V1_26),
-            27 => Some(Printers::V1_27),
-            28 => Some(Printers::V1_28),
-            29 => Some(Printers::V1_29),
-            30 => Some(Printers::V1_30),
-            31 => Some(Printers::V1_31),
-            32 => Some(Printers::V1_32),
-            33 => Some(Printers::V1_33),
-            34 => Some(Printers::V1_34),
-            35 => Some(Printers::V1_35),
-            m if m >= 36 => Some(Printers::V1_36),
-            _ => None,
-        }
+    /// v1.25's (1.25's printer changes were output-neutral or alpha);
+    /// v1.23's are v1.24's without storage.k8s.io/v1 CSI storage
+    /// capacities and with 1.23's API docs (events left to the upstream:
+    /// whether 1.23 has kubernetes#105009 is not established); v1.22's are
+    /// v1.23's without flowcontrol v1beta2 and autoscaling/v2, an event
+    /// series counted one more; v1.21's are v1.22's with v1.20's pods
+    /// (restarts an integer: #100142 is 1.22's). Every release from v1.20
+    /// has its own (`Personality::of` keeps the minor within them).
+    pub fn printers(self) -> Printers {
+        Printers::ALL
+            .into_iter()
+            .find(|p| p.minor() == self.minor)
+            .expect("every release from v1.20 to the newest has printers")
     }
 
     /// Go's encoding/json quotes the byte a syntax error stopped at as a
@@ -185,6 +176,9 @@ impl fmt::Display for Personality {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Printers {
     V1_20,
+    V1_21,
+    V1_22,
+    V1_23,
     V1_24,
     V1_25,
     V1_26,
@@ -204,8 +198,11 @@ impl Printers {
     /// Every release's printers, oldest first: what is kept per release
     /// (a type's printer, a columns file) is kept in `[_; COUNT]`s
     /// indexed by `index`.
-    pub const ALL: [Printers; 14] = [
+    pub const ALL: [Printers; 17] = [
         Printers::V1_20,
+        Printers::V1_21,
+        Printers::V1_22,
+        Printers::V1_23,
         Printers::V1_24,
         Printers::V1_25,
         Printers::V1_26,
@@ -235,6 +232,9 @@ impl Printers {
     pub fn minor(self) -> u32 {
         match self {
             Printers::V1_20 => 20,
+            Printers::V1_21 => 21,
+            Printers::V1_22 => 22,
+            Printers::V1_23 => 23,
             Printers::V1_24 => 24,
             Printers::V1_25 => 25,
             Printers::V1_26 => 26,
@@ -322,25 +322,18 @@ mod tests {
     }
 
     #[test]
-    fn tables_are_printed_as_v1_20_v1_24_to_v1_36_and_left_to_releases_between() {
-        assert_eq!(Personality::V1_20.printers(), Some(Printers::V1_20));
-        assert_eq!(Personality::of(1, 19).0.printers(), Some(Printers::V1_20));
-        assert_eq!(Personality::of(1, 24).0.printers(), Some(Printers::V1_24));
-        assert_eq!(Personality::of(1, 25).0.printers(), Some(Printers::V1_25));
-        assert_eq!(Personality::of(1, 26).0.printers(), Some(Printers::V1_26));
-        assert_eq!(Personality::of(1, 27).0.printers(), Some(Printers::V1_27));
-        assert_eq!(Personality::of(1, 28).0.printers(), Some(Printers::V1_28));
-        assert_eq!(Personality::of(1, 29).0.printers(), Some(Printers::V1_29));
-        assert_eq!(Personality::of(1, 30).0.printers(), Some(Printers::V1_30));
-        assert_eq!(Personality::of(1, 31).0.printers(), Some(Printers::V1_31));
-        assert_eq!(Personality::of(1, 32).0.printers(), Some(Printers::V1_32));
-        assert_eq!(Personality::of(1, 33).0.printers(), Some(Printers::V1_33));
-        assert_eq!(Personality::of(1, 34).0.printers(), Some(Printers::V1_34));
-        assert_eq!(Personality::of(1, 35).0.printers(), Some(Printers::V1_35));
-        for minor in [21, 22, 23] {
-            assert_eq!(Personality::of(1, minor).0.printers(), None, "1.{minor}");
+    fn tables_are_printed_as_each_release_from_v1_20_prints_them() {
+        assert_eq!(Personality::V1_20.printers(), Printers::V1_20);
+        assert_eq!(Personality::of(1, 19).0.printers(), Printers::V1_20);
+        for minor in 20..=36 {
+            assert_eq!(
+                Personality::of(1, minor).0.printers().minor(),
+                minor,
+                "1.{minor}"
+            );
         }
-        assert_eq!(Personality::NEWEST.printers(), Some(Printers::V1_36));
-        assert_eq!(Personality::of(1, 40).0.printers(), Some(Printers::V1_36));
+        assert_eq!(Personality::of(1, 23).0.printers(), Printers::V1_23);
+        assert_eq!(Personality::NEWEST.printers(), Printers::V1_36);
+        assert_eq!(Personality::of(1, 40).0.printers(), Printers::V1_36);
     }
 }

@@ -289,10 +289,11 @@ mod tests {
             TableSpec::new(
                 MetaVersion::V1,
                 Include::None,
-                Arc::new(
-                    Printer::custom(crate::encode::personality::Personality::V1_20, id, &cols)
-                        .unwrap(),
-                ),
+                Arc::new(Printer::custom(
+                    crate::encode::personality::Personality::V1_20,
+                    id,
+                    &cols,
+                )),
             )
         };
         let (old, new) = (spec(1, ".metadata.name"), spec(2, ".kind"));

@@ -109,13 +109,7 @@ impl ServeState {
                 k.version
             ),
         };
-        // Protobuf is written for every release from v1.20 on; Tables not
-        // yet for 1.21 to 1.23.
-        if p.printers().is_some() {
-            line
-        } else {
-            format!("{line}; Tables forwarded (kubecache prints v1.20's and v1.24's to v1.36's)")
-        }
+        line
     }
 
     /// What kubecache knows of its upstream and what it can prove, in a

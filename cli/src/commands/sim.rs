@@ -51,7 +51,7 @@ pub struct SimArgs {
     /// Which kube-apiserver to behave as: v1.20 (the default); v1.36 —
     /// streaming lists (`sendInitialEvents`), and consistent reads served
     /// from a watch cache made fresh by progress notifications, which its
-    /// bookmarks then carry; or v1.35 to v1.24 (as v1.36, their Tables
+    /// bookmarks then carry; or v1.35 to v1.21 (as v1.36, their Tables
     /// and protobuf their own).
     #[arg(long = "version", value_name = "VERSION", default_value = "v1.20", value_parser = parse_personality)]
     personality: Personality,
@@ -120,7 +120,7 @@ pub struct DemoArgs {
     churn: f64,
     /// Which kube-apiserver the simulator behaves as: v1.36 (the default:
     /// kubecache proves its consistent reads fresh, quiet types too),
-    /// v1.35 to v1.24 (as v1.36, their Tables and protobuf their own)
+    /// v1.35 to v1.21 (as v1.36, their Tables and protobuf their own)
     /// or v1.20.
     #[arg(long = "version", value_name = "VERSION", default_value = "v1.36", value_parser = parse_personality)]
     personality: Personality,
@@ -152,9 +152,8 @@ pub fn demo(args: DemoArgs, log_format: Option<LogFormat>) -> Result<(), CliErro
 }
 
 fn parse_personality(s: &str) -> Result<Personality, String> {
-    Personality::parse(s).ok_or_else(|| {
-        format!("{s:?} is not a version the simulator knows: v1.20 or v1.24 to v1.36")
-    })
+    Personality::parse(s)
+        .ok_or_else(|| format!("{s:?} is not a version the simulator knows: v1.20 to v1.36"))
 }
 
 /// The simulator's objects, made (a few seconds for 100,000 pods), saying

@@ -81,6 +81,9 @@ struct File {
 /// Each release's columns file, in `Printers::ALL`'s order.
 const FILES: [&str; Printers::COUNT] = [
     include_str!("columns.json"),
+    include_str!("columns_v1_21.json"),
+    include_str!("columns_v1_22.json"),
+    include_str!("columns_v1_23.json"),
     include_str!("columns_v1_24.json"),
     include_str!("columns_v1_25.json"),
     include_str!("columns_v1_26.json"),
@@ -653,6 +656,131 @@ mod tests {
         };
         assert!(current(v1_25).contains("most recently oberved number"));
         assert!(current(v1_26).contains("most recently observed number"));
+    }
+
+    /// The printers two releases share whose columns differ, by the
+    /// columns' names (or "descriptions" where only texts differ).
+    fn differences(a: Printers, b: Printers) -> Vec<String> {
+        let b_has = printed_resources(b);
+        printed_resources(a)
+            .into_iter()
+            .filter(|gvr| b_has.contains(gvr) && printed(a, gvr) != printed(b, gvr))
+            .map(|gvr| {
+                let names = |p| column_names(p, gvr);
+                if names(a) == names(b) {
+                    format!("{gvr} descriptions")
+                } else {
+                    format!("{gvr} {:?}", names(a))
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn v1_23_has_v1_24s_columns_but_v1_csi_storage_capacities_events_and_its_own_docs() {
+        // storage.k8s.io/v1 CSI storage capacities are 1.24's (#108445);
+        // whether 1.23 counts an event series one more (#105009) is not
+        // established, so its events' Tables are the upstream's.
+        let (v1_23, v1_24) = (Printers::V1_23, Printers::V1_24);
+        let gone = [
+            "/v1/events",
+            "events.k8s.io/v1/events",
+            "storage.k8s.io/v1/csistoragecapacities",
+        ];
+        let mut expected = printed_resources(v1_24);
+        expected.retain(|gvr| !gone.contains(gvr));
+        assert_eq!(printed_resources(v1_23), expected);
+        // 1.23's API docs: a PV's and PVC's fields before 1.24 began each
+        // with its name, a service account's short Secrets, a node's
+        // docker example, CSI drivers' StorageCapacity still beta.
+        assert_eq!(
+            differences(v1_23, v1_24),
+            [
+                "/v1/nodes descriptions",
+                "/v1/persistentvolumeclaims descriptions",
+                "/v1/persistentvolumes descriptions",
+                "/v1/serviceaccounts descriptions",
+                "storage.k8s.io/v1/csidrivers descriptions",
+            ]
+        );
+        let pv = printed(v1_23, "/v1/persistentvolumes").unwrap();
+        assert!(pv[3]
+            .description
+            .starts_with("What happens to a persistent volume"));
+        let capacity = &printed(v1_23, "storage.k8s.io/v1/csidrivers").unwrap()[3];
+        assert!(capacity.description.ends_with("This is a beta field and only available when the CSIStorageCapacity feature is enabled. The default is false."));
+    }
+
+    #[test]
+    fn v1_22_has_v1_23s_columns_without_its_new_versions_and_with_events() {
+        // flowcontrol v1beta2 (#104399) and autoscaling/v2 (#102534) are
+        // 1.23's; 1.22 prints events (an event series one more, #105009
+        // coming after v1.22.0: the row, not the columns).
+        let (v1_22, v1_23) = (Printers::V1_22, Printers::V1_23);
+        let mut expected = printed_resources(v1_23);
+        expected.retain(|gvr| !gvr.starts_with("flowcontrol.apiserver.k8s.io/v1beta2/"));
+        expected.retain(|gvr| *gvr != "autoscaling/v2/horizontalpodautoscalers");
+        expected.extend(["/v1/events", "events.k8s.io/v1/events"]);
+        expected.sort_unstable();
+        assert_eq!(printed_resources(v1_22), expected);
+        assert_eq!(
+            differences(v1_22, v1_23),
+            [
+                "/v1/secrets descriptions",
+                "storage.k8s.io/v1/csidrivers descriptions"
+            ]
+        );
+        assert_eq!(
+            printed(v1_22, "/v1/events"),
+            printed(Printers::V1_24, "/v1/events")
+        );
+        // Described from v1beta1, the version 1.22 serves: the same texts.
+        assert_eq!(
+            printed(
+                v1_22,
+                "flowcontrol.apiserver.k8s.io/v1beta1/prioritylevelconfigurations"
+            ),
+            printed(
+                v1_23,
+                "flowcontrol.apiserver.k8s.io/v1beta1/prioritylevelconfigurations"
+            )
+        );
+    }
+
+    #[test]
+    fn v1_21_has_v1_22s_columns_but_pods_integer_restarts() {
+        // #100142 (1.22) made restarts a string with the last restart's age.
+        let (v1_21, v1_22) = (Printers::V1_21, Printers::V1_22);
+        assert_eq!(printed_resources(v1_21), printed_resources(v1_22));
+        assert_eq!(
+            differences(v1_21, v1_22),
+            [
+                "/v1/pods descriptions",
+                "storage.k8s.io/v1/csidrivers descriptions"
+            ]
+        );
+        let restarts = &printed(v1_21, "/v1/pods").unwrap()[3];
+        assert_eq!(
+            (restarts.name.as_str(), restarts.ty.as_str()),
+            ("Restarts", "integer")
+        );
+    }
+
+    #[test]
+    fn v1_21_describes_every_column_it_shares_with_v1_20_as_v1_20_was_recorded() {
+        // Derived from v1.36's columns with 1.21's API docs, 1.21's columns
+        // read as the real v1.20 apiserver wrote them, but where 1.21
+        // changed them: CSI drivers' gated columns (on by default in 1.21,
+        // #99641 and #99298).
+        let (v1_20, v1_21) = (Printers::V1_20, Printers::V1_21);
+        assert_eq!(
+            differences(v1_21, v1_20),
+            ["storage.k8s.io/v1/csidrivers [\"Name\", \"AttachRequired\", \"PodInfoOnMount\", \"StorageCapacity\", \"TokenRequests\", \"RequiresRepublish\", \"Modes\", \"Age\"]"]
+        );
+        assert_eq!(
+            meta_description(v1_21, "name"),
+            meta_description(v1_20, "name")
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates columns_v1_35.json … columns_v1_24.json: Table column
-definitions as kube-apiserver v1.35 to v1.24 serve them, for the printers
+"""Regenerates columns_v1_35.json … columns_v1_21.json: Table column
+definitions as kube-apiserver v1.35 to v1.21 serve them, for the printers
 whose every column can be derived. Usage, from the repository's root:
 
     src/encode/print/columns_v1_32_to_35.py 35 > src/encode/print/columns_v1_35.json
@@ -15,6 +15,9 @@ whose every column can be derived. Usage, from the repository's root:
     src/encode/print/columns_v1_32_to_35.py 26 > src/encode/print/columns_v1_26.json
     src/encode/print/columns_v1_32_to_35.py 25 > src/encode/print/columns_v1_25.json
     src/encode/print/columns_v1_32_to_35.py 24 > src/encode/print/columns_v1_24.json
+    src/encode/print/columns_v1_32_to_35.py 23 > src/encode/print/columns_v1_23.json
+    src/encode/print/columns_v1_32_to_35.py 22 > src/encode/print/columns_v1_22.json
+    src/encode/print/columns_v1_32_to_35.py 21 > src/encode/print/columns_v1_21.json
     src/encode/print/columns_v1_32_to_35.py --check   # fails if any file differs
 
 No v1.35 apiserver was recorded. Its printers are v1.36's (columns_v1_36.json,
@@ -232,6 +235,39 @@ and #109090 (the alpha ClusterCIDR printer) alone. Types 1.24 serves and
 autoscaling/v2beta1 and discovery/v1beta1) have no columns here: their
 Tables are forwarded.
 
+v1.23 (no recording) prints as v1.24 but for CHANGELOG-1.24's printer
+changes: storage.k8s.io/v1 CSI storage capacities are 1.24's (#108445,
+which also ungated CSI drivers' StorageCapacity column, on by default in
+1.23: the same output), a deployment's selector that does not convert
+fails 1.23's Table (#107559: its cell, not its columns), and subresources
+print Tables from 1.24 (#103516; kubecache forwards subresources). Events
+are left out: #105009 (a series' count without the +1, release note NONE)
+is in every copy from January 2022 on and not in enj/kubernetes@126873a4,
+and whether it merged before 1.23's code freeze is not established.
+Descriptions are 1.23's API docs (k8s-openapi 0.20.0's v1_23): a PV's and
+a PVC's fields, a service account's Secrets and a node's runtime version
+read as 1.23 wrote them. enj@126873a4 (July to October 2021) and
+haoruan/kubernetes@17d66376 (January to March 2022) were read whole, and
+against hj-johannes-lee@43767baa (1.24) their lengths differ by the dated
+changes alone.
+
+v1.22 prints as v1.23 but for what 1.23 added: flowcontrol v1beta2
+(#104399) and autoscaling/v2 (#102534) are not served, and an event
+series' count is one more (#105009 came after v1.22.0). Descriptions are
+k8s-openapi 0.20.0's v1_22. The copy is enj@126873a4 with #103001 (the
+CSI drivers' token columns ungated; the gate is GA and on in 1.22), as
+nikhita/kubernetes@8f795ed9 has it.
+
+v1.21 prints as v1.22 but for 1.22's pods' Restarts (#100142, CHANGELOG-
+1.22: an integer, v1.20's column and printer) and a CSR's
+RequestedDuration (#99494; CSRs are forwarded in every release here).
+CSI drivers print 8 columns: CSIStorageCapacity and
+CSIServiceAccountToken were beta and on by default in 1.21 (#99641,
+#99298). Descriptions are k8s-openapi 0.19.0's v1_21. tiloso/kubernetes@
+541e7186 is enj@126873a4 less #100142 and #99494, by length exactly.
+Types 1.21 serves and 1.22 does not (the 15 v1beta1 resources 1.22
+removed) have no columns here: their Tables are forwarded.
+
 The served twins' texts of the fields printed from extensions/v1beta1 and
 batch/v1beta1 (check_twin) are checked the same in each release's docs as
 in v1.32's, the release whose texts of those types were read from a copy
@@ -266,13 +302,21 @@ DOCS = {}
 
 def openapi_version(minor):
     """The k8s-openapi release whose src/v1_<minor> is read (openapi_root)."""
-    return "0.22.0" if minor <= 27 else "0.24.0" if minor <= 29 else "0.25.0" if minor <= 32 else "0.29.0"
+    return ("0.19.0" if minor <= 21 else "0.20.0" if minor <= 23 else "0.22.0" if minor <= 27
+            else "0.24.0" if minor <= 29 else "0.25.0" if minor <= 32 else "0.29.0")
 
 
 def openapi_root(minor):
     """src/v1_<minor> of the k8s-openapi crate holding that release's
     docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.30
-    to 1.32, 0.24.0 for 1.28 and 1.29, 0.22.0 for 1.27."""
+    to 1.32, 0.24.0 for 1.28 and 1.29, 0.22.0 for 1.24 to 1.27, 0.20.0
+    for 1.22 and 1.23, 0.19.0 for 1.21."""
+    if minor <= 21:
+        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_19)
+        return os.path.join(crate, "src", f"v1_{minor}")
+    if minor <= 23:
+        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_20)
+        return os.path.join(crate, "src", f"v1_{minor}")
     if minor <= 27:
         crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_22)
         return os.path.join(crate, "src", f"v1_{minor}")
@@ -306,6 +350,16 @@ def check_twin(field, minor):
     for minor_ in (minor, 32):
         if minor_ not in DOCS:
             DOCS[minor_] = parse_openapi(openapi_root(minor_))
+    if minor <= 22 and prefix == "extensions/v1beta1 ":
+        # v1.20's recorded text is printed (old_api_sources): the twin must
+        # read at this release as at 1.20 (a type's versions are
+        # documented together: 1.23 reworded apps/v1's numberReady).
+        for minor_ in (minor, 20):
+            if minor_ not in DOCS:
+                DOCS[minor_] = parse_openapi(openapi_root(minor_))
+        if DOCS[minor][twin].get(name) != DOCS[20][twin].get(name):
+            raise SystemExit(f"{twin}.{name}'s docs at 1.{minor} are not 1.20's")
+        return
     older = EXTENSIONS_V1_25.get(f"{definition}.{name}") if minor <= 25 else None
     if older is not None:
         # The older text printed: the twin must read so at that release.
@@ -495,6 +549,9 @@ EXTENSIONS_V1_25 = {
 }
 
 
+V1_20_RECORDED = json.load(open(os.path.join(HERE, "columns.json"), encoding="utf-8"))
+
+
 def old_api_sources(gvr, cols, minor):
     """The literal each OLD_API_DOCS column is described with; a text
     left None must be one v1.36.2 was recorded with (columns_v1_36.json
@@ -511,6 +568,10 @@ def old_api_sources(gvr, cols, minor):
             text = EXTENSIONS_V1_32.get(field.split(" ", 1)[1], text)
         if minor <= 25 and field.startswith("extensions/v1beta1 "):
             text = EXTENSIONS_V1_25.get(field.split(" ", 1)[1], text)
+        if minor <= 22 and field.startswith("extensions/v1beta1 "):
+            # As the v1.20 apiserver was recorded describing it (check_twin).
+            text = next(c["description"] for c in V1_20_RECORDED["printed"][gvr]
+                        if c["name"] == name)
         out[name] = derived.lit(text)
     return out
 
@@ -566,6 +627,28 @@ V1_32_LEFT_OUT = {
     "certificates.k8s.io/v1beta1/clustertrustbundles":
         "certificates v1beta1 cluster trust bundles are 1.33's (#128499)",
 }
+V1_23_LEFT_OUT = {
+    "storage.k8s.io/v1/csistoragecapacities":
+        "storage.k8s.io/v1 CSI storage capacities are 1.24's (#108445); 1.23 serves them at "
+        "v1beta1, whose Tables are forwarded",
+}
+# Events at 1.23 alone: 1.22 adds one to a series' count, 1.24 does not.
+V1_23_EVENTS_LEFT_OUT = {
+    gvr: "whether v1.23.0 has #105009 (a series' count without the +1; release note NONE, "
+         "not merged by 2021-09-27) is not established"
+    for gvr in ("/v1/events", "events.k8s.io/v1/events")
+}
+V1_22_LEFT_OUT = {
+    **{f"flowcontrol.apiserver.k8s.io/v1beta2/{r}": "flowcontrol v1beta2 is 1.23's (#104399)"
+       for r in ("flowschemas", "prioritylevelconfigurations")},
+    "autoscaling/v2/horizontalpodautoscalers": "autoscaling/v2 is 1.23's (#102534)",
+}
+# What 1.22 changed, undone for 1.21: pods' Restarts an integer (#100142),
+# v1.20's column.
+V1_21_RESTARTS = {"name": "Restarts", "type": "integer", "format": "",
+                  "description": "The number of times the containers in this pod have been "
+                                 "restarted.",
+                  "priority": 0}
 V1_26_LEFT_OUT = {
     "certificates.k8s.io/v1alpha1/clustertrustbundles":
         "certificates v1alpha1 cluster trust bundles are 1.27's (#113218)",
@@ -602,6 +685,16 @@ PRINTERS_GO_COPIES = [
     (30, "printers.go of v1.30", "ivanvc/kubernetes",
      "16caa9ec (1.30 development, before its code freeze)"),
     (29, "printers.go of v1.29", "iscas-fork/kubernetes", "c6446be5 (its own import aliases aside)"),
+    (21, "printers.go of v1.21", "tiloso/kubernetes",
+     "541e7186 (enj@126873a4 less #100142 and #99494, by length exactly; a one-character "
+     "local edit aside)"),
+    (22, "printers.go of v1.22", "enj/kubernetes",
+     "126873a4 (#99494's author's branch, July to October 2021) with #103001, as "
+     "nikhita/kubernetes@8f795ed9 has it"),
+    (23, "printers.go of v1.23", "haoruan/kubernetes",
+     "17d66376 (January to March 2022: #107559 in, #103516 and #108445 not; its local pod "
+     "printer edit aside), read whole against enj@126873a4 and hj-johannes-lee@43767baa: "
+     "their lengths differ by dated changes alone"),
     (24, "printers.go of v1.24", "hj-johannes-lee/kubernetes",
      "43767baa, within 1.24's code freeze (after #108290 merged, before its revert #109436 on "
      "2022-04-12; master took only v1.24 milestone work until v1.24.0), its local DRA "
@@ -623,6 +716,12 @@ PRINTERS_GO_COPIES = [
      "@68d65c56, k8s.io/* v0.28.6, and aojea/kubernetes@5c75e9e9 print them)"),
 ]
 CHANGES_DATED = [
+    (21, "CHANGELOG-1.22 (#100142 pods' Restarts with the last restart; #99494 CSRs' "
+         "RequestedDuration; #103001 the CSI drivers' token columns ungated)"),
+    (22, "CHANGELOG-1.23 (#104399 flowcontrol v1beta2, #102534 autoscaling/v2: new versions "
+         "printed by the same printers); #105009 (events, after v1.22.0)"),
+    (23, "CHANGELOG-1.24 (#108445 storage capacity GA, #107559 deployments' invalid selector, "
+         "#103516 subresources' Tables)"),
     (34, "CHANGELOG-1.35 (v1.35.0-alpha.1: #117160, service accounts' Secrets column removed), "
          "CHANGELOG-1.34 (v1.34.0-beta.0: #132832, jobs' SuccessCriteriaMet)"),
     (33, "CHANGELOG-1.33 (v1.33.0: #130447, #128499, #129970), "
@@ -668,6 +767,12 @@ def build(minor):
         if minor <= 26 and gvr in V1_26_LEFT_OUT:
             left_out[gvr] = V1_26_LEFT_OUT[gvr]
             continue
+        if minor <= 23 and gvr in V1_23_LEFT_OUT:
+            left_out[gvr] = V1_23_LEFT_OUT[gvr]
+            continue
+        if minor == 23 and gvr in V1_23_EVENTS_LEFT_OUT:
+            left_out[gvr] = V1_23_EVENTS_LEFT_OUT[gvr]
+            continue
         if gvr in OLD_API_DOCS:
             src = {**src, **old_api_sources(gvr, cols, minor)}
         for since, columns in ((32, V1_32_COLUMNS), (31, V1_31_COLUMNS), (29, V1_29_COLUMNS),
@@ -683,14 +788,20 @@ def build(minor):
             left_out[gvr] = f"no 1.{minor} source for {', '.join(missing)}"
             continue
         if minor <= 25 and gvr.startswith(FLOWCONTROL_V1):
-            src = {n: at_version(d, derived.FLOW, "io.k8s.api.flowcontrol.v1beta2.")
-                   for n, d in src.items()}
+            # Until 1.23 (#104399) printers.go read v1beta1's docs, the
+            # only version served: the same texts.
+            docs_at = "io.k8s.api.flowcontrol.v1beta2." if minor >= 23 else \
+                "io.k8s.api.flowcontrol.v1beta1."
+            src = {n: at_version(d, derived.FLOW, docs_at) for n, d in src.items()}
             shares, source = V1_25_SHARES
             cols = [{**c, "name": shares} if c["name"] == "NominalConcurrencyShares" else c
                     for c in cols]
-            src[shares] = source
+            src[shares] = at_version(source, "io.k8s.api.flowcontrol.v1beta2.", docs_at)
             for version in V1_25_FLOWCONTROL:
                 at = gvr.replace("/v1/", f"/{version}/")
+                if minor <= 22 and at in V1_22_LEFT_OUT:
+                    left_out[at] = V1_22_LEFT_OUT[at]
+                    continue
                 printed[at] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
             continue
         if minor <= 28 and gvr.startswith(FLOWCONTROL_V1):
@@ -700,7 +811,13 @@ def build(minor):
                 at = gvr.replace("/v1/", f"/{version}/")
                 printed[at] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
             continue
+        if minor <= 22 and gvr in V1_22_LEFT_OUT:
+            left_out[gvr] = V1_22_LEFT_OUT[gvr]
+            continue
         printed[gvr] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
+        if minor <= 21 and gvr == "/v1/pods":
+            printed[gvr] = [V1_21_RESTARTS if c["name"] == "Restarts" else c
+                            for c in printed[gvr]]
     meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
     sources_ = {
         "columns": "columns_v1_36.json (v1.36's printers: their columns did not change in 1.36)",
@@ -733,14 +850,14 @@ def build(minor):
 
 def main():
     if ARGS == ["--check"]:
-        for minor in range(24, 36):
+        for minor in range(21, 36):
             text = json.dumps(build(minor), indent=1, ensure_ascii=False) + "\n"
             if open(out_file(minor), encoding="utf-8").read() != text:
                 raise SystemExit(f"columns_v1_{minor}.json is not what columns_v1_32_to_35.py makes")
             print(f"columns_v1_{minor}.json is up to date")
         return
-    if ARGS not in ([str(m)] for m in range(24, 36)):
-        raise SystemExit("usage: columns_v1_32_to_35.py 24|25|…|35|--check")
+    if ARGS not in ([str(m)] for m in range(21, 36)):
+        raise SystemExit("usage: columns_v1_32_to_35.py 21|22|…|35|--check")
     sys.stdout.write(json.dumps(build(int(ARGS[0])), indent=1, ensure_ascii=False) + "\n")
 
 

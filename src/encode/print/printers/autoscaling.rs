@@ -283,9 +283,10 @@ fn hpa_v2_as(h: &Value, r: &mut RowBuilder, named: bool) {
     hpa_with(h, &specs, &statuses, r, named);
 }
 
-/// v1.24's to v1.36's printers where they differ from v1.20's: from 1.30
-/// both served versions name resource targets (kubernetes#122804); v1.24 to
-/// v1.29 print autoscaling/v2 as v1.20 printed v2beta2, its shape.
+/// v1.21's to v1.36's printers where they differ from v1.20's: from 1.30
+/// both served versions name resource targets (kubernetes#122804); v1.23
+/// (autoscaling/v2's first) to v1.29 print autoscaling/v2 as v1.20 printed
+/// v2beta2, its shape.
 pub fn lookup_since_v1_29(
     printers: Printers,
     group: &str,

@@ -31,7 +31,9 @@ const ROLE_LABEL: &str = "kubernetes.io/role";
 ///   until v1.35 nodes print as v1.20 did.
 /// - from v1.24 at the latest: an event series counts `series.count`, not
 ///   one more (kubernetes#105009, release note NONE: absent from every
-///   printers.go copy from January 2022 on, see `event`).
+///   printers.go copy from January 2022 on, see `event`). v1.22 and older
+///   count one more; whether v1.23 does is not established, and its
+///   events' Tables are the upstream's (`columns_v1_23.json`).
 pub fn lookup_since_v1_34(
     printers: Printers,
     group: &str,
@@ -40,8 +42,8 @@ pub fn lookup_since_v1_34(
 ) -> Option<RowFn> {
     match (printers, group, version, resource) {
         (Printers::V1_36, "", "v1", "nodes") => Some(node_v1_36),
-        (p, "", "v1", "events") if p != Printers::V1_20 => Some(core_event_v1_24),
-        (p, "events.k8s.io", "v1" | "v1beta1", "events") if p != Printers::V1_20 => {
+        (p, "", "v1", "events") if p.minor() >= 24 => Some(core_event_v1_24),
+        (p, "events.k8s.io", "v1" | "v1beta1", "events") if p.minor() >= 24 => {
             Some(events_event_v1_24)
         }
         _ => None,

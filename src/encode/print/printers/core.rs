@@ -55,8 +55,9 @@ fn pod_v1_27(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_27)
 }
 
-/// v1.25's `printPod` (v1.24's too): v1.26's without the SchedulingGated reason, which
-/// #113274 (KEP-3521) brought in 1.26.
+/// v1.25's `printPod` (v1.22's to v1.24's too): v1.26's without the
+/// SchedulingGated reason, which #113274 (KEP-3521) brought in 1.26.
+/// v1.21's is v1.20's (#100142, the last restart's age, is 1.22's).
 fn pod_v1_25(p: &Value, r: &mut RowBuilder) {
     pod_as(p, r, Printers::V1_25)
 }
@@ -322,6 +323,9 @@ pub fn lookup_since_v1_34(
         return None;
     }
     Some(match (printers, resource) {
+        // v1.21 counts restarts as v1.20 did (v1.20's printer): the last
+        // restart's age is 1.22's (kubernetes#100142).
+        (p, "pods") if p.minor() <= 21 => return None,
         (p, "pods") if p.minor() <= 25 => pod_v1_25,
         (p, "pods") if p.minor() <= 27 => pod_v1_27,
         (p, "pods") if p.minor() <= 30 => pod_v1_30,

@@ -102,7 +102,7 @@ type Builtins = HashMap<(Printers, String), Option<Arc<Printer>>>;
 static BUILTIN: LazyLock<Mutex<Builtins>> = LazyLock::new(Default::default);
 
 /// The id of built-in printers: rows printed as v1.20 prints them (0),
-/// as v1.24 to v1.36 do (the largest ids, v1.36's `u64::MAX`), kept on
+/// as v1.21 to v1.36 do (the largest ids, v1.36's `u64::MAX`), kept on
 /// entries apart. Custom resources' printers take their CRD's
 /// resourceVersion, which is never this large.
 fn builtin_id(printers: Printers) -> u64 {
@@ -122,7 +122,7 @@ impl Printer {
         version: &str,
         resource: &str,
     ) -> Option<Arc<Printer>> {
-        let printers = personality.printers()?;
+        let printers = personality.printers();
         let gvr = format!("{group}/{version}/{resource}");
         let mut known = BUILTIN.lock().unwrap_or_else(|e| e.into_inner());
         known
@@ -167,11 +167,10 @@ impl Printer {
 
     /// A custom resource's printer as `personality`'s apiserver prints it:
     /// the version's `additionalPrinterColumns` after Name, or Age when it
-    /// has none; `None` where kubecache does not print that release's
-    /// Tables (`Personality::printers`). `id` tells rows printed with one
-    /// definition of the columns from those of another.
-    pub fn custom(personality: Personality, id: u64, printer_columns: &[Value]) -> Option<Printer> {
-        let printers = personality.printers()?;
+    /// has none. `id` tells rows printed with one definition of the
+    /// columns from those of another.
+    pub fn custom(personality: Personality, id: u64, printer_columns: &[Value]) -> Printer {
+        let printers = personality.printers();
         let mut defs = vec![Column::new(
             "Name",
             "string",
@@ -199,7 +198,7 @@ impl Printer {
             defs.push(def);
             custom.push(col);
         }
-        Some(Printer {
+        Printer {
             id,
             columns: columns::encode(&defs),
             kind: Kind::Custom(custom),
@@ -207,7 +206,7 @@ impl Printer {
             order: None,
             headers_always: false,
             printers,
-        })
+        }
     }
 
     pub fn id(&self) -> u64 {
@@ -341,10 +340,11 @@ pub(crate) mod test_support {
 
     /// How many columns `personality`'s printer of `gvr` has.
     pub fn column_count_as(personality: Personality, gvr: (&str, &str, &str)) -> usize {
-        personality.printers().map_or(0, |printers| {
-            columns::printed(printers, &format!("{}/{}/{}", gvr.0, gvr.1, gvr.2))
-                .map_or(0, <[Column]>::len)
-        })
+        columns::printed(
+            personality.printers(),
+            &format!("{}/{}/{}", gvr.0, gvr.1, gvr.2),
+        )
+        .map_or(0, <[Column]>::len)
     }
 
     /// A column's name and type, as `personality`'s printer of `gvr` defines it.
@@ -353,7 +353,7 @@ pub(crate) mod test_support {
         gvr: (&str, &str, &str),
         at: usize,
     ) -> (String, String) {
-        let printers = personality.printers().expect("printed Tables");
+        let printers = personality.printers();
         let cols = columns::printed(printers, &format!("{}/{}/{}", gvr.0, gvr.1, gvr.2))
             .expect("a printer");
         (cols[at].name.clone(), cols[at].ty.clone())
@@ -367,12 +367,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn releases_between_v1_20_and_v1_24_leave_their_tables_to_the_upstream() {
-        for minor in [21, 22, 23] {
-            let p = Personality::of(1, minor).0;
-            assert!(Printer::builtin(p, "", "v1", "pods").is_none(), "1.{minor}");
-            assert!(Printer::custom(p, 1, &[]).is_none(), "1.{minor}");
-        }
+    fn each_releases_rows_are_kept_apart() {
         let (v1_20, v1_35, v1_36) = (
             Printer::builtin(Personality::V1_20, "", "v1", "pods").unwrap(),
             Printer::builtin(Personality::of(1, 35).0, "", "v1", "pods").unwrap(),
@@ -393,10 +388,13 @@ mod tests {
             of(34),
             of(24),
             of(25),
+            of(21),
+            of(22),
+            of(23),
         ];
         assert_eq!(
             ids.iter().collect::<std::collections::HashSet<_>>().len(),
-            7
+            10
         );
         assert!(ids[1..].iter().all(|id| *id > u64::from(u32::MAX)));
         assert_ne!(v1_20.columns(), v1_36.columns());
@@ -406,10 +404,13 @@ mod tests {
     }
 
     #[test]
-    fn v1_24_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
+    fn v1_21_to_v1_36_have_a_row_function_for_each_printer_they_have_columns_for() {
         // (v1.20's column file, regenerated from a v1.20 apiserver, also
         // holds printers kubecache has no port of: see below.)
         for (personality, printers) in [
+            (Personality::of(1, 21).0, Printers::V1_21),
+            (Personality::of(1, 22).0, Printers::V1_22),
+            (Personality::of(1, 23).0, Printers::V1_23),
             (Personality::of(1, 24).0, Printers::V1_24),
             (Personality::of(1, 25).0, Printers::V1_25),
             (Personality::of(1, 26).0, Printers::V1_26),
@@ -424,7 +425,7 @@ mod tests {
             (Personality::of(1, 35).0, Printers::V1_35),
             (Personality::NEWEST, Printers::V1_36),
         ] {
-            assert_eq!(personality.printers(), Some(printers));
+            assert_eq!(personality.printers(), printers);
             for gvr in columns::printed_resources(printers) {
                 let (group, rest) = gvr.split_once('/').unwrap();
                 let (version, resource) = rest.split_once('/').unwrap();
@@ -444,7 +445,6 @@ mod tests {
         // 1.35's API docs describe a pod's columns as 1.36's do.
         let v1_36 = Printer::builtin(Personality::NEWEST, "", "v1", "pods").unwrap();
         assert_eq!(pods.columns(), v1_36.columns());
-        assert!(Printer::custom(v1_35, 1, &[]).is_some());
         // Deployments are described from extensions/v1beta1, which 1.35
         // does not serve, so not as v1.36 describes them; printed still.
         let deployments = Printer::builtin(v1_35, "apps", "v1", "deployments").unwrap();
@@ -452,6 +452,52 @@ mod tests {
         assert_ne!(deployments.columns(), newest.columns());
         // The default convertor's types are printed.
         assert!(Printer::builtin(v1_35, "rbac.authorization.k8s.io", "v1", "roles").is_some());
+    }
+
+    #[test]
+    fn v1_21_to_v1_23_print_pods_events_and_deployments_as_their_releases() {
+        use super::test_support::cells_as;
+        let of = |minor| Personality::of(1, minor).0;
+        const NOW: &str = "2026-01-01T01:00:00Z";
+        // Pods: an integer restart count at 1.21 (v1.20's printer), the
+        // last restart's age from 1.22 (#100142).
+        let pod = json!({"metadata": {"name": "p"}, "status": {"containerStatuses": [
+            {"name": "c", "ready": true, "restartCount": 2,
+             "lastState": {"terminated": {"finishedAt": "2026-01-01T00:55:00Z"}}}]}});
+        let pods = ("", "v1", "pods");
+        let c = cells_as(of(21), pods, pod.clone(), NOW);
+        assert!(c.contains(r#""0/0","",2,"#), "{c}");
+        for minor in [22, 23] {
+            assert!(
+                cells_as(of(minor), pods, pod.clone(), NOW).contains(r#""2 (5m ago)""#),
+                "1.{minor}"
+            );
+        }
+        // Events: one more on a series' count through 1.22; 1.23's Tables
+        // are the upstream's (#105009's release is not established).
+        let event = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Node"},
+            "eventTime": "2026-01-01T00:30:00.000000Z",
+            "series": {"count": 2, "lastObservedTime": "2026-01-01T00:58:00.000000Z"}});
+        for minor in [21, 22] {
+            assert!(
+                cells_as(of(minor), ("", "v1", "events"), event.clone(), NOW).contains(",3,"),
+                "1.{minor}"
+            );
+        }
+        assert!(Printer::builtin(of(23), "", "v1", "events").is_none());
+        assert!(Printer::builtin(of(23), "events.k8s.io", "v1", "events").is_none());
+        // A deployment's selector that does not convert: <invalid> is
+        // 1.24's (#107559); before, v1.20's printer.
+        let deployment = json!({"metadata": {"name": "d"}, "spec": {"selector": {
+            "matchExpressions": [{"key": "a", "operator": "In", "values": []}]}}});
+        let deployments = ("apps", "v1", "deployments");
+        assert!(cells_as(of(23), deployments, deployment.clone(), NOW).ends_with(r#""",""]"#));
+        assert!(
+            cells_as(of(24), deployments, deployment, NOW).ends_with(r#""\u003cinvalid\u003e"]"#)
+        );
+        // storage.k8s.io/v1 CSI storage capacities are 1.24's.
+        assert!(Printer::builtin(of(23), "storage.k8s.io", "v1", "csistoragecapacities").is_none());
+        assert!(Printer::builtin(of(24), "storage.k8s.io", "v1", "csistoragecapacities").is_some());
     }
 
     #[test]
@@ -525,7 +571,7 @@ mod tests {
             serde_json::json!({"name": "B", "type": "string", "jsonPath": ".spec.b["}),
             serde_json::json!({"name": "C", "type": "string", "jsonPath": ".spec.c"}),
         ];
-        let p = Printer::custom(crate::encode::personality::Personality::V1_20, 1, &cols).unwrap();
+        let p = Printer::custom(crate::encode::personality::Personality::V1_20, 1, &cols);
         let defs: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
         let names: Vec<_> = defs.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["Name", "A"]);
@@ -535,7 +581,7 @@ mod tests {
 
     #[test]
     fn custom_resources_without_printer_columns_get_an_age() {
-        let p = Printer::custom(crate::encode::personality::Personality::V1_20, 7, &[]).unwrap();
+        let p = Printer::custom(crate::encode::personality::Personality::V1_20, 7, &[]);
         let cols: Vec<Column> = serde_json::from_slice(p.columns()).unwrap();
         let names: Vec<_> = cols.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["Name", "Age"]);

@@ -509,11 +509,12 @@ fn daemon_set(x: &Value, r: &mut RowBuilder) {
         .str(&format_label_selector(at(x, &["spec", "selector"])));
 }
 
-/// v1.24's to v1.36's printers where they differ from v1.20's: a job's
+/// v1.21's to v1.36's printers where they differ from v1.20's: a job's
 /// Status (kubernetes#123226, 1.30; SuccessCriteriaMet among them from
 /// 1.34), a cron job's Timezone (#122231, 1.30), a deployment's selector
 /// that does not convert printed `<invalid>` (#107559, CHANGELOG-1.24
-/// v1.24.0-alpha.2); and batch/v1 cron jobs, which v1.20 did not serve.
+/// v1.24.0-alpha.2; v1.21 to v1.23 fail the Table as v1.20 does); and
+/// batch/v1 cron jobs, which v1.20 did not serve.
 pub fn lookup_since_v1_33(
     printers: Printers,
     group: &str,
@@ -527,7 +528,7 @@ pub fn lookup_since_v1_33(
         ("batch", "v1", "jobs") => job_v1_36,
         ("batch", "v1", "cronjobs") if printers.minor() <= 29 => cron_job,
         ("batch", "v1", "cronjobs") => cron_job_v1_36,
-        ("apps", "v1", "deployments") => deployment_v1_24,
+        ("apps", "v1", "deployments") if printers.minor() >= 24 => deployment_v1_24,
         _ => return None,
     })
 }

@@ -1,4 +1,4 @@
-//! Tables in front of a v1.35 to v1.24 upstream (the simulator as that
+//! Tables in front of a v1.35 to v1.21 upstream (the simulator as that
 //! release): kubecache prints them from its cache as the release does, the
 //! same bytes the simulator prints: pods, nodes and deployments (described
 //! from an API version those releases do not serve).
@@ -59,13 +59,16 @@ async fn pods_and_nodes_through_kubecache_are_the_simulators(release: Personalit
             "{path}"
         );
     }
-    // Pods' restarts are the string column (v1.22 on), not v1.20's integer;
-    // a node's kernel version has no architecture before 1.36.
+    // Pods' restarts are the string column from v1.22 (kubernetes#100142),
+    // v1.20's integer before; a node's kernel version has no architecture
+    // before 1.36.
     let (_, _, pods) = fetch(&format!("{}/api/v1/pods?resourceVersion=0", p.url), TABLE).await;
-    assert!(
-        pods.contains(r#"{"name":"Restarts","type":"string""#),
-        "{pods}"
-    );
+    let restarts = if release == Personality::V1_21 {
+        r#"{"name":"Restarts","type":"integer""#
+    } else {
+        r#"{"name":"Restarts","type":"string""#
+    };
+    assert!(pods.contains(restarts), "{pods}");
     let (_, _, nodes) = fetch(&format!("{}/api/v1/nodes?resourceVersion=0", p.url), TABLE).await;
     assert!(
         nodes.contains(r#""5.10.205-195.807.amzn2.x86_64","#),
@@ -189,6 +192,33 @@ async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_24(
     within(
         60,
         pods_and_nodes_through_kubecache_are_the_simulators(Personality::V1_24),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_23() {
+    within(
+        60,
+        pods_and_nodes_through_kubecache_are_the_simulators(Personality::V1_23),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_22() {
+    within(
+        60,
+        pods_and_nodes_through_kubecache_are_the_simulators(Personality::V1_22),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_21() {
+    within(
+        60,
+        pods_and_nodes_through_kubecache_are_the_simulators(Personality::V1_21),
     )
     .await;
 }
