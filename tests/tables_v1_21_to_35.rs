@@ -222,3 +222,78 @@ async fn tables_of_pods_and_nodes_through_kubecache_are_the_simulators_as_v1_21(
     )
     .await;
 }
+
+/// A deployment whose selector does not convert (stored before validation
+/// caught it, kubernetes#99139). Up to v1.23 printDeployment returns the
+/// conversion's error and the apiserver fails every Table holding it, so
+/// kubecache leaves those Tables to the upstream (its JSON still comes from
+/// the cache); from v1.24 the cell reads `<invalid>` (#107559), printed
+/// from the cache.
+async fn a_deployment_whose_selector_does_not_convert(release: Personality) {
+    let s = SimBuilder::new().personality(release).pods(5).start().await;
+    let p = ProxyBuilder::new(&s.url).start().await;
+    wait_synced(&p, "/apis/apps/v1/deployments", "apps/v1/deployments").await;
+    let t = s.sim.type_of("apps", "v1", "deployments").unwrap();
+    s.sim
+        .create(
+            t,
+            Some("team-01"),
+            serde_json::json!({"metadata": {"name": "bad"}, "spec": {
+                "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]},
+                "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+        )
+        .unwrap();
+    let one = "/apis/apps/v1/namespaces/team-01/deployments/bad?resourceVersion=0";
+    for _ in 0..100 {
+        if fetch(&format!("{}{one}", p.url), "application/json")
+            .await
+            .0
+            == 200
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let list = "/apis/apps/v1/namespaces/team-01/deployments?resourceVersion=0";
+    let lists = || s.sim.lists.total.load(Ordering::Relaxed);
+    let before = lists();
+    let (status, _, json) = fetch(&format!("{}{list}", p.url), "application/json").await;
+    assert_eq!((status, lists() - before), (200, 0), "{json}");
+    assert!(json.contains(r#""name":"bad""#));
+    if release == Personality::V1_24 {
+        let (kc, up, forwarded) = both(&p, &s, list).await;
+        assert_eq!(kc, up);
+        assert_eq!(forwarded, 0, "printed from the cache");
+        assert!(kc.contains(r#""\u003cinvalid\u003e"]"#), "{kc}");
+        return;
+    }
+    for path in [list, one] {
+        let before = lists();
+        let (status, _, kc) = fetch(&format!("{}{path}", p.url), TABLE).await;
+        let forwarded = lists() - before;
+        let (up_status, _, up) = fetch(&format!("{}{path}", s.url), TABLE).await;
+        assert_eq!((status, &kc), (up_status, &up), "{path}");
+        assert!(status >= 500, "{path}: {kc}");
+        if path == list {
+            assert_eq!(forwarded, 1, "the upstream answered it");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_whose_selector_does_not_convert_fails_v1_23s_tables_upstream() {
+    within(
+        60,
+        a_deployment_whose_selector_does_not_convert(Personality::V1_23),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_whose_selector_does_not_convert_prints_invalid_in_v1_24s_tables() {
+    within(
+        60,
+        a_deployment_whose_selector_does_not_convert(Personality::V1_24),
+    )
+    .await;
+}

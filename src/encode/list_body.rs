@@ -256,6 +256,12 @@ impl Repr {
         meta: &ListMeta,
         items: &[Arc<Entry>],
     ) -> Result<bytes::Bytes, ListError> {
+        // A Table holding an object its printer fails on is the printer's
+        // error; protobuf's messages are checked by the callers (`holds`),
+        // which also read the page before a streamed body's first byte.
+        if matches!(self, Repr::Table(t) if t.fallible()) && !self.holds(codec, items) {
+            return Err(Unencodable.into());
+        }
         Ok(self.list_body(codec, meta, Source::Slice(items))?.whole()?)
     }
 }

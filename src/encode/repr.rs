@@ -27,9 +27,10 @@ pub enum Repr {
 
 /// An object the representation cannot hold: protobuf of an object with a
 /// field its codec's schema lacks (a newer upstream's), or of a codec whose
-/// release's protobuf kubecache does not write.
+/// release's protobuf kubecache does not write; a Table row the release's
+/// printer fails on (`RowBuilder::fail`).
 #[derive(Debug, thiserror::Error)]
-#[error("the object has no protobuf encoding in its codec's schema")]
+#[error("the object cannot be written in the representation asked for: its release has no protobuf message or Table row for it")]
 pub struct Unencodable;
 
 /// Why a list's body could not be made.
@@ -62,6 +63,7 @@ impl Repr {
         Ok(match self {
             Repr::Json => codec.object_bytes(e),
             Repr::Metadata(v) => meta::partial_object(*v, e.meta()),
+            Repr::Table(t) if !t.prints(e) => return Err(Unencodable),
             Repr::Table(t) => t.object(codec, e, true),
             Repr::Protobuf(None) => {
                 let m = codec.protobuf_message(e).ok_or(Unencodable)?;
@@ -80,6 +82,7 @@ impl Repr {
         Ok(match self {
             Repr::Json => json::object(codec, e),
             Repr::Metadata(v) => meta::partial_body(*v, e.meta()),
+            Repr::Table(t) if !t.prints(e) => return Err(Unencodable),
             Repr::Table(t) => {
                 let mut b = BytesMut::from(&t.object(codec, e, false)[..]);
                 b.put_u8(b'\n');
@@ -90,7 +93,8 @@ impl Repr {
     }
 
     /// Whether every one of `items` can be written in this representation:
-    /// protobuf needs a message for each (a metadata one is a part of it).
+    /// protobuf needs a message for each (a metadata one is a part of it),
+    /// a Table a row the release's printer does not fail on.
     pub fn holds<'a>(
         &self,
         codec: &TypeCodec,
@@ -100,12 +104,23 @@ impl Repr {
             Repr::Protobuf(_) => items
                 .into_iter()
                 .all(|e| codec.protobuf_message(e).is_some()),
+            Repr::Table(t) if t.fallible() => items.into_iter().all(|e| t.prints(e)),
             _ => true,
         }
     }
 
     pub fn is_protobuf(&self) -> bool {
         matches!(self, Repr::Protobuf(_))
+    }
+
+    /// Whether some items may not be writable (`holds`): they are then
+    /// checked before a body's first byte.
+    pub fn may_not_hold(&self) -> bool {
+        match self {
+            Repr::Protobuf(_) => true,
+            Repr::Table(t) => t.fallible(),
+            _ => false,
+        }
     }
 
     /// A bookmark's object in this representation.

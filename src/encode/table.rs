@@ -105,6 +105,18 @@ impl TableSpec {
         self.printer.id()
     }
 
+    /// Whether some rows may be unprintable: a Table's rows are then
+    /// printed (and kept) before its first byte is written (`prints`).
+    pub fn fallible(&self) -> bool {
+        self.printer.fallible()
+    }
+
+    /// Whether the release's printer prints `e`: an apiserver whose printer
+    /// fails on an object fails every Table holding it.
+    pub fn prints(&self, e: &Entry) -> bool {
+        self.row(e).printable()
+    }
+
     /// The row of an entry: printed once per printer. The first printer's
     /// row lives in a lock-free slot; a custom resource whose columns
     /// changed since keeps its row under the newer printer in a second one.
@@ -148,6 +160,9 @@ impl TableSpec {
     /// One row: its cells, then its object written by `object` unless
     /// `includeObject=None`.
     fn put_row(&self, b: &mut Vec<u8>, row: &Row, object: impl FnOnce(&mut Vec<u8>), now: Nanos) {
+        // Its Table is the upstream's to answer (`prints`, `Repr::holds`):
+        // every path checks before writing.
+        debug_assert!(row.printable(), "an unprintable row written");
         b.put_u8(b'{');
         row.put(b, now);
         b.put_slice(b",\"object\":");

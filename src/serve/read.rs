@@ -95,7 +95,8 @@ pub enum Fallback {
     /// An exact read or continue token at a version the cache does not
     /// hold (older than its history, or newer than it has seen).
     NotInCache,
-    /// Protobuf of an object with a field v1.20's message lacks.
+    /// Protobuf of an object with a field the release's message lacks, or
+    /// a Table holding an object the release's printer fails on.
     Unencodable,
 }
 
@@ -205,10 +206,12 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             }
             // A protobuf watch of a type whose objects have no message
             // goes upstream whole; one that meets such an object later
-            // ends there (see `watch`).
+            // ends there (see `watch`). A Table watch meeting an object
+            // its printer fails on ends there too, as the apiserver's
+            // does: only an object it sends fails it.
             if spec.repr.is_protobuf() {
                 let items = tc.store.current().items.iter().cloned().collect();
-                if !protobuf_holds(&codec, items).await {
+                if !holds(Repr::Protobuf(None), &codec, items).await {
                     return Err(ReadError::Fallback(Fallback::Unencodable));
                 }
             }
@@ -272,19 +275,20 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                 labels: &labels,
                 fields: &fields,
             };
-            // Whether protobuf can hold the page is known only by reading
-            // it; the page read for that is the one the body is made of.
-            let mut protobuf_page = None;
-            if repr.is_protobuf() {
+            // Whether protobuf (or a Table whose printer fails on some
+            // objects) can hold the page is known only by reading it; the
+            // page read for that is the one the body is made of.
+            let mut checked_page = None;
+            if repr.may_not_hold() {
                 let page = read_page_counted(
                     &snap.items,
                     &req,
                     Some((tc.store.remaining_counts(), snap.version())),
                 );
-                if !protobuf_holds(&codec, page.items.clone()).await {
+                if !holds(repr.clone(), &codec, page.items.clone()).await {
                     return Err(ReadError::Fallback(Fallback::Unencodable));
                 }
-                protobuf_page = Some(page);
+                checked_page = Some(page);
             }
             // Unfiltered, the items are a key-ordered run of the snapshot:
             // their gzip pieces fit together.
@@ -318,7 +322,7 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
                 // walked as they are written, so that its first byte waits
                 // for nothing but its first item (a page's are read first:
                 // its continue key and count say what follows them).
-                let (meta, items) = match protobuf_page {
+                let (meta, items) = match checked_page {
                     None if limit == 0 => {
                         let meta = ListMeta {
                             resource_version: snap.rv,
@@ -358,7 +362,7 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             }
             // Assembled before anything awaits: a Table's spec is not `Sync`.
             let make = || -> Pin<Box<dyn Future<Output = Result<Finished, ReadError>> + Send>> {
-                let page = protobuf_page.unwrap_or_else(|| {
+                let page = checked_page.unwrap_or_else(|| {
                     read_page_counted(
                         &snap.items,
                         &req,
@@ -451,16 +455,15 @@ fn likely_size(json: usize, out: Output) -> usize {
     }
 }
 
-/// Whether each of `items` has a protobuf message (see `Repr::holds`).
-/// The first time, that is transcoding them all (~24 µs a pod): many go
-/// off the async workers.
-async fn protobuf_holds(codec: &Arc<TypeCodec>, items: Vec<Arc<Entry>>) -> bool {
-    let check = |c: &TypeCodec, items: &[Arc<Entry>]| Repr::Protobuf(None).holds(c, items);
+/// Whether `repr` can write each of `items` (`Repr::holds`): a protobuf
+/// message for each, or a Table row. The first time, that is transcoding
+/// (~24 µs a pod) or printing them all: many go off the async workers.
+async fn holds(repr: Repr, codec: &Arc<TypeCodec>, items: Vec<Arc<Entry>>) -> bool {
     if items.len() < 256 {
-        return check(codec, &items);
+        return repr.holds(codec, &items);
     }
     let codec = codec.clone();
-    tokio::task::spawn_blocking(move || check(&codec, &items))
+    tokio::task::spawn_blocking(move || repr.holds(&codec, &items))
         .await
         .unwrap_or(false)
 }

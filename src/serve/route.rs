@@ -80,7 +80,7 @@ impl ForwardReason {
             ForwardReason::Consistent => "consistent_read",
             ForwardReason::Unproven(why) => why,
             ForwardReason::Fallback(Fallback::NotInCache) => "version_not_in_cache",
-            ForwardReason::Fallback(Fallback::Unencodable) => "no_protobuf_message",
+            ForwardReason::Fallback(Fallback::Unencodable) => "unencodable",
         }
     }
 }
@@ -605,6 +605,6 @@ mod tests {
             ForwardReason::Fallback(Fallback::Unencodable),
         ];
         let labels: Vec<_> = fallbacks.iter().map(|r| r.as_str()).collect();
-        assert_eq!(labels, ["version_not_in_cache", "no_protobuf_message"]);
+        assert_eq!(labels, ["version_not_in_cache", "unencodable"]);
     }
 }

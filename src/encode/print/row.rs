@@ -23,13 +23,22 @@ enum Part {
 }
 
 /// A row's `"cells":[…]` and conditions, encoded but for its
-/// time-relative cells.
+/// time-relative cells; or none, where the release's printer returns an
+/// error for the object (`RowBuilder::fail`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// Empty for a row the printer failed on: a printed row always ends
+    /// with its fixed tail (kept this way, rows cached on entries cost no
+    /// flag).
     parts: Box<[Part]>,
 }
 
 impl Row {
+    /// Whether the printer printed it (see `RowBuilder::fail`).
+    pub fn printable(&self) -> bool {
+        !self.parts.is_empty()
+    }
+
     /// The row's cells (and conditions) with the ages as of `now`.
     pub fn put(&self, b: &mut Vec<u8>, now: Nanos) {
         for p in self.parts.iter() {
@@ -76,6 +85,7 @@ pub struct RowBuilder {
     parts: Vec<Part>,
     cells: usize,
     conditions: Option<&'static str>,
+    failed: bool,
 }
 
 impl Default for RowBuilder {
@@ -85,6 +95,7 @@ impl Default for RowBuilder {
             parts: Vec::new(),
             cells: 0,
             conditions: None,
+            failed: false,
         }
     }
 }
@@ -175,7 +186,20 @@ impl RowBuilder {
         self.cells
     }
 
+    /// The printer returns an error for this object, as printers.go's do
+    /// where an object cannot be printed (a v1.20 deployment whose
+    /// selector does not convert): the apiserver then fails the whole
+    /// Table, so kubecache leaves any Table holding it to the upstream.
+    pub fn fail(&mut self) {
+        self.failed = true;
+    }
+
     pub fn finish(mut self) -> Row {
+        if self.failed {
+            return Row {
+                parts: Box::default(),
+            };
+        }
         self.buf.push(']');
         if let Some(c) = self.conditions {
             self.buf.push_str(",\"conditions\":");

@@ -49,6 +49,10 @@ pub struct Printer {
     order: Option<OrderFn>,
     /// Whether every Table of a watch carries the column definitions.
     headers_always: bool,
+    /// Whether the release's printer fails on some objects
+    /// (`RowBuilder::fail`): then every row of a Table is printed before
+    /// its first byte is written.
+    fallible: bool,
     /// Whose Tables it prints.
     printers: Printers,
 }
@@ -159,6 +163,7 @@ impl Printer {
                     zero: autoscaling::zero(group, version, resource),
                     order: apiserver::list_order(group, version, resource),
                     headers_always: apiserver::headers_on_every_event(group, resource),
+                    fallible: workloads::fails_on_some(printers, group, version, resource),
                     printers,
                 }))
             })
@@ -205,6 +210,7 @@ impl Printer {
             zero: None,
             order: None,
             headers_always: false,
+            fallible: false,
             printers,
         }
     }
@@ -216,6 +222,11 @@ impl Printer {
     /// Whose Tables it prints.
     pub fn printers(&self) -> Printers {
         self.printers
+    }
+
+    /// Whether some objects' rows are unprintable (`Row::printable`).
+    pub fn fallible(&self) -> bool {
+        self.fallible
     }
 
     /// The column definitions, encoded.
@@ -487,11 +498,19 @@ mod tests {
         assert!(Printer::builtin(of(23), "", "v1", "events").is_none());
         assert!(Printer::builtin(of(23), "events.k8s.io", "v1", "events").is_none());
         // A deployment's selector that does not convert: <invalid> is
-        // 1.24's (#107559); before, v1.20's printer.
+        // 1.24's (#107559); before, v1.20's printer fails on it.
         let deployment = json!({"metadata": {"name": "d"}, "spec": {"selector": {
             "matchExpressions": [{"key": "a", "operator": "In", "values": []}]}}});
         let deployments = ("apps", "v1", "deployments");
-        assert!(cells_as(of(23), deployments, deployment.clone(), NOW).ends_with(r#""",""]"#));
+        for minor in [21, 22, 23] {
+            let p = Printer::builtin(of(minor), "apps", "v1", "deployments").unwrap();
+            assert!(
+                p.fallible() && !p.row_of(&deployment).printable(),
+                "1.{minor}"
+            );
+        }
+        let v1_24 = Printer::builtin(of(24), "apps", "v1", "deployments").unwrap();
+        assert!(!v1_24.fallible());
         assert!(
             cells_as(of(24), deployments, deployment, NOW).ends_with(r#""\u003cinvalid\u003e"]"#)
         );
