@@ -300,33 +300,32 @@ def out_file(minor):
 DOCS = {}
 
 
+# The pinned k8s-openapi crate whose src/v1_<minor> holds each release's
+# docs, by the newest release read from it; from 1.33 the workspace's
+# 0.29.0 (columns_v1_36_derived.k8s_openapi).
+OPENAPI_CRATES = [(21, "OPENAPI_0_19"), (23, "OPENAPI_0_20"), (27, "OPENAPI_0_22"),
+                  (29, "OPENAPI_0_24"), (32, "OPENAPI_0_25")]
+
+
+def openapi_crate(minor):
+    """The (name, version, sha256) of the crate read for 1.`minor`, or
+    None for the workspace's."""
+    return next((getattr(protobuf_schema, c) for newest, c in OPENAPI_CRATES
+                 if minor <= newest), None)
+
+
 def openapi_version(minor):
     """The k8s-openapi release whose src/v1_<minor> is read (openapi_root)."""
-    return ("0.19.0" if minor <= 21 else "0.20.0" if minor <= 23 else "0.22.0" if minor <= 27
-            else "0.24.0" if minor <= 29 else "0.25.0" if minor <= 32 else "0.29.0")
+    crate = openapi_crate(minor)
+    return crate[1] if crate else "0.29.0"
 
 
 def openapi_root(minor):
-    """src/v1_<minor> of the k8s-openapi crate holding that release's
-    docs: the workspace's 0.29.0 from 1.33, the pinned 0.25.0 for 1.30
-    to 1.32, 0.24.0 for 1.28 and 1.29, 0.22.0 for 1.24 to 1.27, 0.20.0
-    for 1.22 and 1.23, 0.19.0 for 1.21."""
-    if minor <= 21:
-        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_19)
-        return os.path.join(crate, "src", f"v1_{minor}")
-    if minor <= 23:
-        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_20)
-        return os.path.join(crate, "src", f"v1_{minor}")
-    if minor <= 27:
-        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_22)
-        return os.path.join(crate, "src", f"v1_{minor}")
-    if minor <= 29:
-        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_24)
-        return os.path.join(crate, "src", f"v1_{minor}")
-    if minor <= 32:
-        crate = protobuf_schema.fetch_crate(*protobuf_schema.OPENAPI_0_25)
-        return os.path.join(crate, "src", f"v1_{minor}")
-    return derived.k8s_openapi(f"v1_{minor}")
+    """src/v1_<minor> of the k8s-openapi crate holding that release's docs."""
+    crate = openapi_crate(minor)
+    if crate is None:
+        return derived.k8s_openapi(f"v1_{minor}")
+    return os.path.join(protobuf_schema.fetch_crate(*crate), "src", f"v1_{minor}")
 
 
 # The served twins of the unserved types whose texts the printers of
