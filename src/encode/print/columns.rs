@@ -784,6 +784,53 @@ mod tests {
     }
 
     #[test]
+    fn releases_before_v1_36_print_network_policies_and_controller_revisions_as_v1_20() {
+        // Their printers read extensions/v1beta1's and apps/v1beta1's docs
+        // until #136100; whether 1.36 reads the served versions' is not
+        // established, so its Tables of them are the upstream's.
+        let v1_20 = Printers::V1_20;
+        for p in Printers::ALL
+            .into_iter()
+            .filter(|p| (21..=35).contains(&p.minor()))
+        {
+            for gvr in [
+                "networking.k8s.io/v1/networkpolicies",
+                "apps/v1/controllerrevisions",
+            ] {
+                let cols = printed(p, gvr).unwrap();
+                assert_eq!(column_names(p, gvr), column_names(v1_20, gvr), "{p:?}");
+                assert_eq!(cols[0].description, meta_description(p, "name"), "{p:?}");
+                let age = &cols[cols.len() - 1];
+                assert_eq!(age.description, meta_description(p, "creationTimestamp"));
+            }
+            let pod_selector = &printed(p, "networking.k8s.io/v1/networkpolicies").unwrap()[1];
+            let v1_20_pod_selector =
+                &printed(v1_20, "networking.k8s.io/v1/networkpolicies").unwrap()[1];
+            assert_eq!(pod_selector, v1_20_pod_selector, "{p:?}");
+            // apps/v1beta1's comment begins with the field's name from 1.27.
+            let revision = &printed(p, "apps/v1/controllerrevisions").unwrap()[2];
+            let first = if p.minor() <= 26 {
+                "Revision"
+            } else {
+                "revision"
+            };
+            assert!(
+                revision
+                    .description
+                    .starts_with(&format!("{first} indicates")),
+                "{p:?}"
+            );
+            assert_eq!(revision.ty, "string");
+        }
+        for gvr in [
+            "networking.k8s.io/v1/networkpolicies",
+            "apps/v1/controllerrevisions",
+        ] {
+            assert!(printed(Printers::V1_36, gvr).is_none());
+        }
+    }
+
+    #[test]
     fn v1_24_has_v1_25s_columns_and_texts() {
         // 1.25's printer changes were output-neutral (#110408) or alpha
         // (#109090), and the texts these columns read did not change.
