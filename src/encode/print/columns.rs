@@ -700,9 +700,16 @@ mod tests {
                 "/v1/persistentvolumeclaims descriptions",
                 "/v1/persistentvolumes descriptions",
                 "/v1/serviceaccounts descriptions",
+                "certificates.k8s.io/v1/certificatesigningrequests descriptions",
                 "storage.k8s.io/v1/csidrivers descriptions",
             ]
         );
+        // RequestedDuration: CSRDuration is beta in 1.22 and 1.23.
+        let duration =
+            &printed(v1_23, "certificates.k8s.io/v1/certificatesigningrequests").unwrap()[4];
+        assert!(duration
+            .description
+            .ends_with("controlled via the CSRDuration feature gate."));
         let pv = printed(v1_23, "/v1/persistentvolumes").unwrap();
         assert!(pv[3]
             .description
@@ -748,14 +755,20 @@ mod tests {
     }
 
     #[test]
-    fn v1_21_has_v1_22s_columns_but_pods_integer_restarts() {
-        // #100142 (1.22) made restarts a string with the last restart's age.
+    fn v1_21_has_v1_22s_columns_but_pods_integer_restarts_and_csrs_requested_duration() {
+        // #100142 (1.22) made restarts a string with the last restart's
+        // age; #99494 (1.22) added CSRs' RequestedDuration. 1.21 still
+        // serves certificates.k8s.io/v1beta1.
         let (v1_21, v1_22) = (Printers::V1_21, Printers::V1_22);
-        assert_eq!(printed_resources(v1_21), printed_resources(v1_22));
+        let mut expected = printed_resources(v1_22);
+        expected.push("certificates.k8s.io/v1beta1/certificatesigningrequests");
+        expected.sort_unstable();
+        assert_eq!(printed_resources(v1_21), expected);
         assert_eq!(
             differences(v1_21, v1_22),
             [
                 "/v1/pods descriptions",
+                "certificates.k8s.io/v1/certificatesigningrequests [\"Name\", \"Age\", \"SignerName\", \"Requestor\", \"Condition\"]",
                 "storage.k8s.io/v1/csidrivers descriptions"
             ]
         );

@@ -752,12 +752,27 @@ CHANGES_DATED = [
 # types.go); apps/v1beta1's revision begins lower-case from 1.27 (k8s.io/api
 # v0.26 vendored by DanielPickens/Astra@27cc04f6 against v0.27 by
 # grafana/loki@1d397605, v0.32 and kubernetes/api@aba12d41).
+# CSRs read certificates/v1beta1's docs (unserved from 1.22) in every copy
+# from v1.20's to a 1.37-era one: signerName's, request's and conditions'
+# texts are v1.20's in copies of 1.18 to 1.37's development; 1.22's
+# RequestedDuration (#99494) reads expirationSeconds, whose text is the
+# served v1 twin's wherever a v1beta1 copy was read (1.22/1.23's
+# GoogleContainerTools/kpt-config-sync@5f19282a, 1.26's Astra, 1.32's
+# kubeadapt, 1.37's development): described from v1's docs, as for 1.24
+# and 1.25, of which no v1beta1 copy was read.
+CSRS = "certificates.k8s.io/v1/certificatesigningrequests"
+CSRS_V1BETA1 = "certificates.k8s.io/v1beta1/certificatesigningrequests"
 BEFORE_V1_36 = {
     "networking.k8s.io/v1/networkpolicies": {"Pod-Selector": lambda minor: None},
     "apps/v1/controllerrevisions": {
         "Revision": lambda minor: None if minor <= 26 else
         "revision indicates the revision of the state represented by Data."},
+    CSRS: {},
+    # Served until 1.22 (CHANGELOG-1.22's removals).
+    CSRS_V1BETA1: {},
 }
+REQUESTED_DURATION = ("doc", (("io.k8s.api.certificates.v1.CertificateSigningRequestSpec",
+                               "expirationSeconds"),))
 
 
 def before_v1_36(gvr, minor):
@@ -773,6 +788,9 @@ def before_v1_36(gvr, minor):
         elif c["name"] in BEFORE_V1_36[gvr]:
             c["description"] = BEFORE_V1_36[gvr][c["name"]](minor) or c["description"]
         cols.append(c)
+        if gvr == CSRS and c["name"] == "Requestor" and minor >= 22:
+            cols.append({"name": "RequestedDuration", "type": "string", "format": "",
+                         "description": describe(REQUESTED_DURATION, minor), "priority": 0})
     return cols
 
 
@@ -852,6 +870,8 @@ def build(minor):
                             for c in printed[gvr]]
     if minor <= 35:
         for gvr in BEFORE_V1_36:
+            if gvr == CSRS_V1BETA1 and minor >= 22:
+                continue
             printed[gvr] = before_v1_36(gvr, minor)
     meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
     sources_ = {
@@ -875,9 +895,10 @@ def build(minor):
     )
     if minor <= 35:
         sources_["printed as v1.20 was recorded"] = (
-            "network policies and controller revisions (columns.json), Name and Age from the "
-            "release's docs, Pod-Selector extensions/v1beta1's text and Revision apps/v1beta1's "
-            "at the release (BEFORE_V1_36)")
+            "network policies, controller revisions and CSRs (columns.json), Name and Age from "
+            "the release's docs, Pod-Selector extensions/v1beta1's text and Revision apps/v1beta1's "
+            "at the release, CSRs' RequestedDuration (from 1.22) certificates/v1's docs "
+            "(BEFORE_V1_36)")
     sources_["left out"] = dict(sorted(left_out.items()))
     return {
         "sources": sources_,

@@ -72,7 +72,8 @@ fn priority_class(p: &Value, r: &mut RowBuilder) {
 /// a version v1.20 did not have with a printer it did): all v1.36's but
 /// resource quotas through v1.32, whose Age is still second
 /// (kubernetes#129419 moved it last after v1.32.0), and priority classes
-/// through v1.31, without PreemptionPolicy (#126529, 1.32).
+/// through v1.31, without PreemptionPolicy (#126529, 1.32); CSRs from
+/// v1.22 with their RequestedDuration (#99494).
 pub fn lookup_since_v1_32(
     printers: Printers,
     group: &str,
@@ -84,6 +85,9 @@ pub fn lookup_since_v1_32(
         ("scheduling.k8s.io", "v1", "priorityclasses") => priority_class_v1_36,
         ("", "v1", "resourcequotas") if printers.minor() <= 32 => return None,
         ("", "v1", "resourcequotas") => resource_quota_v1_36,
+        ("certificates.k8s.io", "v1", "certificatesigningrequests") if printers.minor() >= 22 => {
+            certificate_signing_request_v1_22
+        }
         ("policy", "v1", "poddisruptionbudgets") => pod_disruption_budget,
         ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies") => {
             validating_admission_policy
@@ -291,6 +295,15 @@ fn webhook_configuration(w: &Value, r: &mut RowBuilder) {
 /// `printCertificateSigningRequest` with `extractCSRStatus`: Denied over
 /// Approved over Pending, then ",Failed" and ",Issued".
 fn certificate_signing_request(c: &Value, r: &mut RowBuilder) {
+    certificate_signing_request_as(c, r, false)
+}
+
+/// From v1.22 the requested duration follows the requestor (#99494).
+fn certificate_signing_request_v1_22(c: &Value, r: &mut RowBuilder) {
+    certificate_signing_request_as(c, r, true)
+}
+
+fn certificate_signing_request_as(c: &Value, r: &mut RowBuilder, requested_duration: bool) {
     let (mut approved, mut denied, mut failed) = (false, false, false);
     for cond in arr(c, &["status", "conditions"]) {
         match s(cond, &["type"]) {
@@ -320,13 +333,21 @@ fn certificate_signing_request(c: &Value, r: &mut RowBuilder) {
     r.str(name(c))
         .since_field(created(c))
         .str(signer)
-        .str(s(c, &["spec", "username"]))
-        .str(&status);
+        .str(s(c, &["spec", "username"]));
+    if requested_duration {
+        // `duration.HumanDuration(csr.ExpirationSecondsToDuration(*s))`.
+        let duration = match at(c, &["spec", "expirationSeconds"]).and_then(Value::as_i64) {
+            Some(seconds) => crate::go::time::human_duration(seconds.saturating_mul(1_000_000_000)),
+            None => "<none>".into(),
+        };
+        r.str(&duration);
+    }
+    r.str(&status);
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{cells, check_as, column_count};
+    use super::super::test_support::{cells, check_as, column_count, column_count_as};
     use crate::encode::personality::Personality;
     use serde_json::{json, Value};
 
@@ -650,6 +671,46 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn v1_22_prints_a_csrs_requested_duration_after_its_requestor() {
+        // #99494: `<none>` without expirationSeconds, else its HumanDuration.
+        let gvr = ("certificates.k8s.io", "v1", "certificatesigningrequests");
+        let csr = |spec: Value| json!({"metadata": meta("c"), "spec": spec, "status": {}});
+        let spec = json!({"signerName": "s", "username": "u"});
+        let of = |minor| Personality::of(1, minor).0;
+        check_as(
+            of(21),
+            gvr,
+            csr(spec.clone()),
+            r#""cells":["c","60m","s","u","Pending"]"#,
+        );
+        for minor in [22, 23, 26, 35] {
+            check_as(
+                of(minor),
+                gvr,
+                csr(spec.clone()),
+                r#""cells":["c","60m","s","u","\u003cnone\u003e","Pending"]"#,
+            );
+        }
+        let mut day = spec;
+        day["expirationSeconds"] = json!(86400);
+        check_as(
+            of(22),
+            gvr,
+            csr(day.clone()),
+            r#""cells":["c","60m","s","u","24h","Pending"]"#,
+        );
+        day["expirationSeconds"] = json!(600);
+        check_as(
+            of(30),
+            gvr,
+            csr(day),
+            r#""cells":["c","60m","s","u","10m","Pending"]"#,
+        );
+        // 1.36's printers.go is not established for them: forwarded.
+        assert_eq!(column_count_as(of(36), gvr), 0);
     }
 
     #[test]
