@@ -208,7 +208,10 @@ pub async fn execute(read: CacheRead, in_flight: &Arc<BytesInFlight>) -> Result<
             // goes upstream whole; one that meets such an object later
             // ends there (see `watch`). A Table watch meeting an object
             // its printer fails on ends there too, as the apiserver's
-            // does: only an object it sends fails it.
+            // does (its watch encoder falls back to the untransformed
+            // object, which the Table's meta.k8s.io encoder cannot write:
+            // "unable to encode watch object", and the handler returns);
+            // only an object it sends fails it.
             if spec.repr.is_protobuf() {
                 let items = tc.store.current().items.iter().cloned().collect();
                 if !holds(Repr::Protobuf(None), &codec, items).await {
