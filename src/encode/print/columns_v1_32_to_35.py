@@ -794,15 +794,32 @@ def before_v1_36(gvr, minor):
     return cols
 
 
+# What each release leaves out of v1.36's printers, and why: (whether the
+# table applies to a release, {gvr: why}), the first that names a printer
+# giving its reason.
+LEFT_OUT = [
+    (lambda minor: minor <= 34, V1_34_LEFT_OUT),
+    (lambda minor: minor <= 33, V1_33_LEFT_OUT),
+    (lambda minor: minor <= 32, V1_32_LEFT_OUT),
+    (lambda minor: minor <= 26, V1_26_LEFT_OUT),
+    (lambda minor: minor <= 23, V1_23_LEFT_OUT),
+    (lambda minor: minor == 23, V1_23_EVENTS_LEFT_OUT),
+    (lambda minor: minor <= 22, V1_22_LEFT_OUT),
+]
+
+
+def left_out_because(gvr, minor):
+    """Why 1.`minor` leaves `gvr` out (LEFT_OUT), or None."""
+    return next((why[gvr] for applies, why in LEFT_OUT if applies(minor) and gvr in why), None)
+
+
 def build(minor):
     v1_36 = json.load(open(os.path.join(HERE, "columns_v1_36.json")))
     printed, left_out = {}, {}
     for gvr, cols in v1_36["printed"].items():
-        if minor <= 34 and gvr in V1_34_LEFT_OUT:
-            left_out[gvr] = V1_34_LEFT_OUT[gvr]
-            continue
-        if minor <= 33 and gvr in V1_33_LEFT_OUT:
-            left_out[gvr] = V1_33_LEFT_OUT[gvr]
+        why = left_out_because(gvr, minor)
+        if why:
+            left_out[gvr] = why
             continue
         if minor <= 34 and gvr in V1_34_COLUMNS:
             printed[gvr] = [
@@ -811,18 +828,6 @@ def build(minor):
             ]
             continue
         src = sources(gvr)
-        if minor <= 32 and gvr in V1_32_LEFT_OUT:
-            left_out[gvr] = V1_32_LEFT_OUT[gvr]
-            continue
-        if minor <= 26 and gvr in V1_26_LEFT_OUT:
-            left_out[gvr] = V1_26_LEFT_OUT[gvr]
-            continue
-        if minor <= 23 and gvr in V1_23_LEFT_OUT:
-            left_out[gvr] = V1_23_LEFT_OUT[gvr]
-            continue
-        if minor == 23 and gvr in V1_23_EVENTS_LEFT_OUT:
-            left_out[gvr] = V1_23_EVENTS_LEFT_OUT[gvr]
-            continue
         if gvr in OLD_API_DOCS:
             src = {**src, **old_api_sources(gvr, cols, minor)}
         for since, columns in ((32, V1_32_COLUMNS), (31, V1_31_COLUMNS), (29, V1_29_COLUMNS),
@@ -849,8 +854,9 @@ def build(minor):
             src[shares] = at_version(source, "io.k8s.api.flowcontrol.v1beta2.", docs_at)
             for version in V1_25_FLOWCONTROL:
                 at = gvr.replace("/v1/", f"/{version}/")
-                if minor <= 22 and at in V1_22_LEFT_OUT:
-                    left_out[at] = V1_22_LEFT_OUT[at]
+                why = left_out_because(at, minor)
+                if why:
+                    left_out[at] = why
                     continue
                 printed[at] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
             continue
@@ -860,9 +866,6 @@ def build(minor):
             for version in V1_28_FLOWCONTROL:
                 at = gvr.replace("/v1/", f"/{version}/")
                 printed[at] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
-            continue
-        if minor <= 22 and gvr in V1_22_LEFT_OUT:
-            left_out[gvr] = V1_22_LEFT_OUT[gvr]
             continue
         printed[gvr] = [{**c, "description": describe(src[c["name"]], minor)} for c in cols]
         if minor <= 21 and gvr == "/v1/pods":
